@@ -1,0 +1,199 @@
+-- Intake (SPEC §7): notifications, their first send task and first event, in the caller's
+-- transaction; idempotent on (DV, dvRef HMAC, payload hash); quota per minute and day.
+
+CREATE OR REPLACE FUNCTION nmc.intake_notificaties(
+    p_dv_id integer,
+    p_regie nmc.regie,
+    p_pepper_versie smallint,
+    p_kek_id text,
+    p_batch_id uuid,
+    p_ids uuid [],
+    p_berichttypen text [],
+    p_dvref_hmacs bytea [],
+    p_payload_hashes bytea [],
+    p_ontvangers bytea [],
+    p_gegevens bytea [],
+    p_sleutels bytea [],
+    p_geldig_tot timestamptz [],
+    p_trace_ids text []
+)
+RETURNS TABLE (item integer, notificatie_id uuid, nieuw boolean)
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_nu CONSTANT timestamptz := nmc.now();
+    v_n CONSTANT integer := coalesce(pg_catalog.cardinality(p_ids), 0);
+    v_dv nmc.dienstverlener;
+    v_fout_berichttype integer;
+    v_fout_geldig integer;
+    v_fout_payload integer;
+    v_nieuw integer;
+    v_uit_ids uuid [];
+    v_uit_nieuw boolean [];
+BEGIN
+    IF v_n = 0 OR v_n > 1000 OR pg_catalog.cardinality(p_berichttypen) <> v_n
+        OR pg_catalog.cardinality(p_dvref_hmacs) <> v_n
+        OR pg_catalog.cardinality(p_payload_hashes) <> v_n
+        OR pg_catalog.cardinality(p_ontvangers) <> v_n
+        OR pg_catalog.cardinality(p_gegevens) <> v_n
+        OR pg_catalog.cardinality(p_sleutels) <> v_n
+        OR pg_catalog.cardinality(p_geldig_tot) <> v_n
+        OR pg_catalog.cardinality(p_trace_ids) <> v_n THEN
+        RAISE EXCEPTION 'intake takes 1 to 1000 items with every array of the same length'
+            USING ERRCODE = 'NM016';
+    END IF;
+
+    SELECT * INTO v_dv FROM nmc.dienstverlener AS d WHERE d.dv_id = p_dv_id AND d.actief;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'unknown or inactive dienstverlener' USING ERRCODE = 'NM010';
+    END IF;
+
+    -- Refusals, first offending item first; DETAIL is the 0-based item index.
+    WITH item AS (
+        SELECT
+            u.nr - 1 AS item,
+            u.hash,
+            coalesce(b.actief AND p_regie = ANY(b.regie_toegestaan), false) AS toegestaan,
+            u.geldig_tot IS NULL
+            OR (u.geldig_tot > v_nu AND u.geldig_tot <= v_nu + b.geldigheid_max) AS geldig,
+            n.payload_hash AS bestaand_hash,
+            pg_catalog.first_value(u.hash) OVER (PARTITION BY u.hmac ORDER BY u.nr) AS eerste_hash,
+            pg_catalog.row_number() OVER (PARTITION BY u.hmac ORDER BY u.nr) AS volgnr
+        FROM unnest(p_berichttypen, p_dvref_hmacs, p_payload_hashes, p_geldig_tot)
+            WITH ORDINALITY AS u (berichttype, hmac, hash, geldig_tot, nr)
+        LEFT JOIN nmc.berichttype AS b ON b.dv_id = p_dv_id AND b.code = u.berichttype
+        LEFT JOIN nmc.notificatie AS n ON n.dv_id = p_dv_id AND n.dvref_hmac = u.hmac
+    )
+
+    SELECT
+        pg_catalog.min(i.item) FILTER (WHERE NOT i.toegestaan),
+        pg_catalog.min(i.item) FILTER (WHERE NOT i.geldig),
+        pg_catalog.min(i.item) FILTER (
+            WHERE i.bestaand_hash <> i.hash OR i.eerste_hash <> i.hash
+        ),
+        pg_catalog.count(*) FILTER (WHERE i.bestaand_hash IS NULL AND i.volgnr = 1)
+    INTO v_fout_berichttype, v_fout_geldig, v_fout_payload, v_nieuw
+    FROM item AS i;
+    IF v_fout_berichttype IS NOT NULL THEN
+        RAISE EXCEPTION 'berichttype not allowed for this dienstverlener and regie %', p_regie
+            USING ERRCODE = 'NM008', DETAIL = v_fout_berichttype::text;
+    END IF;
+    IF v_fout_geldig IS NOT NULL THEN
+        RAISE EXCEPTION 'geldig_tot must lie after now and within the berichttype maximum'
+            USING ERRCODE = 'NM014', DETAIL = v_fout_geldig::text;
+    END IF;
+    IF v_fout_payload IS NOT NULL THEN
+        RAISE EXCEPTION 'this dvRef was accepted before with another payload'
+            USING ERRCODE = 'NM007', DETAIL = v_fout_payload::text;
+    END IF;
+
+    -- Quota count what is new (replays are free), before the insert does any work.
+    IF v_nieuw > 0 THEN
+        PERFORM nmc.take_intake_quotum(v_dv, v_nieuw, v_nu);
+    END IF;
+
+    -- The first item per dvRef is inserted; a stored dvRef (also one a concurrent intake
+    -- just committed) is skipped by ON CONFLICT and answered from the table below.
+    WITH nieuwe_notificatie AS (
+        INSERT INTO nmc.notificatie (
+            id, dv_id, berichttype, regie, status, reden, versie, geldig_tot, dvref_hmac,
+            pepper_versie, payload_hash, batch_id, trace_id, ontvanger_versleuteld,
+            gegevens_versleuteld, sleutel_gewrapt, kek_id, aangenomen_op, bijgewerkt_op
+        )
+        SELECT DISTINCT ON (u.hmac)
+            u.id, p_dv_id, u.berichttype, p_regie, 'aangenomen', NULL, 1,
+            coalesce(u.geldig_tot, v_nu + b.geldigheid_standaard), u.hmac, p_pepper_versie,
+            u.hash, p_batch_id, u.trace_id, u.ontvanger, u.gegevens, u.sleutel, p_kek_id,
+            v_nu, v_nu
+        FROM unnest(
+            p_ids, p_berichttypen, p_dvref_hmacs, p_payload_hashes, p_ontvangers, p_gegevens,
+            p_sleutels, p_geldig_tot, p_trace_ids
+        ) WITH ORDINALITY AS u (
+            id, berichttype, hmac, hash, ontvanger, gegevens, sleutel, geldig_tot, trace_id, nr
+        )
+        INNER JOIN nmc.berichttype AS b ON b.dv_id = p_dv_id AND b.code = u.berichttype
+        ORDER BY u.hmac, u.nr
+        ON CONFLICT (dv_id, dvref_hmac) DO NOTHING
+        RETURNING id, trace_id
+    ),
+
+    eerste_event AS (
+        INSERT INTO nmc.event (notificatie_id, dv_id, sequence, van, naar, reden, tijdstip)
+        SELECT nn.id, p_dv_id, 1, NULL, 'aangenomen', NULL, v_nu FROM nieuwe_notificatie AS nn
+    )
+
+    INSERT INTO nmc.taak (soort, dv_id, notificatie_id, due, trace_id, aangemaakt_op)
+    SELECT 'verzenden', p_dv_id, nn.id, v_nu, nn.trace_id, v_nu
+    FROM nieuwe_notificatie AS nn;
+
+    -- Every item now maps to a stored row; a concurrent intake may have stored the same
+    -- dvRef with another payload after the check above.
+    SELECT
+        pg_catalog.array_agg(n.id ORDER BY u.nr),
+        pg_catalog.array_agg(n.id = u.id ORDER BY u.nr),
+        pg_catalog.min(u.nr - 1) FILTER (WHERE n.payload_hash <> u.hash)
+    INTO v_uit_ids, v_uit_nieuw, v_fout_payload
+    FROM unnest(p_ids, p_dvref_hmacs, p_payload_hashes) WITH ORDINALITY AS u (id, hmac, hash, nr)
+    INNER JOIN nmc.notificatie AS n ON n.dv_id = p_dv_id AND n.dvref_hmac = u.hmac;
+    IF v_fout_payload IS NOT NULL THEN
+        RAISE EXCEPTION 'this dvRef was accepted before with another payload'
+            USING ERRCODE = 'NM007', DETAIL = v_fout_payload::text;
+    END IF;
+
+    RETURN QUERY
+    SELECT (u.nr - 1)::integer, u.id, u.nieuw
+    FROM unnest(v_uit_ids, v_uit_nieuw) WITH ORDINALITY AS u (id, nieuw, nr)
+    ORDER BY u.nr;
+END
+$$;
+COMMENT ON FUNCTION nmc.intake_notificaties(
+    integer, nmc.regie, smallint, text, uuid, uuid [], text [], bytea [], bytea [], bytea [],
+    bytea [], bytea [], timestamptz [], text []
+) IS
+'Accepts 1 to 1000 notifications of one DV and regie in the caller''s transaction: per '
+'new item the notificatie (version 1, aangenomen), its first event and its verzenden task '
+'(due now). Parallel arrays, one element per item; ids are generated by the shell (the '
+'ciphertext is bound to them). Idempotent: an item whose (DV, dvRef HMAC) exists with '
+'the same payload hash returns the stored id with nieuw = false; the same dvRef within '
+'the batch too. Refusals (DETAIL = 0-based item index): NM008 berichttype not allowed for '
+'the DV and regie, NM014 geldig_tot not after now or beyond the berichttype maximum, NM007 '
+'same dvRef with another payload. NM010 unknown DV, NM009 quota, NM016 bad arrays.';
+
+CREATE OR REPLACE FUNCTION nmc.intake_notificatie(
+    p_notificatie_id uuid,
+    p_dv_id integer,
+    p_berichttype text,
+    p_regie nmc.regie,
+    p_dvref_hmac bytea,
+    p_pepper_versie smallint,
+    p_payload_hash bytea,
+    p_ontvanger bytea,
+    p_gegevens bytea,
+    p_sleutel bytea,
+    p_kek_id text,
+    p_geldig_tot timestamptz,
+    p_batch_id uuid,
+    p_trace_id text
+)
+RETURNS TABLE (notificatie_id uuid, nieuw boolean)
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT r.notificatie_id, r.nieuw
+    FROM nmc.intake_notificaties(
+        p_dv_id, p_regie, p_pepper_versie, p_kek_id, p_batch_id,
+        ARRAY[p_notificatie_id], ARRAY[p_berichttype], ARRAY[p_dvref_hmac],
+        ARRAY[p_payload_hash], ARRAY[p_ontvanger], ARRAY[p_gegevens], ARRAY[p_sleutel],
+        ARRAY[p_geldig_tot], ARRAY[p_trace_id]
+    ) AS r
+$$;
+COMMENT ON FUNCTION nmc.intake_notificatie(
+    uuid, integer, text, nmc.regie, bytea, smallint, bytea, bytea, bytea, bytea, text,
+    timestamptz, uuid, text
+) IS
+'Accepts one notification: nmc.intake_notificaties with one item. Returns the id (the '
+'stored one on an idempotent replay) and whether it is new.';

@@ -1,0 +1,21 @@
+-- Grants, re-applied by every `nmc migrate` (idempotent). The shell's roles own nothing:
+-- no table rights at all, only EXECUTE on the API functions listed here.
+
+REVOKE ALL ON ALL TABLES IN SCHEMA nmc FROM PUBLIC, nmc_api, nmc_worker;
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA nmc FROM PUBLIC, nmc_api, nmc_worker;
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA nmc FROM PUBLIC, nmc_api, nmc_worker;
+GRANT USAGE ON SCHEMA nmc TO nmc_api, nmc_worker;
+
+-- Both roles: the clock.
+GRANT EXECUTE ON FUNCTION nmc.now() TO nmc_api, nmc_worker;
+
+-- The DV API (nmc api).
+GRANT EXECUTE ON FUNCTION nmc.intake_notificatie(
+    uuid, integer, text, nmc.regie, bytea, smallint, bytea, bytea, bytea, bytea, text,
+    timestamptz, uuid, text
+) TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.intake_notificaties(
+    integer, nmc.regie, smallint, text, uuid, uuid [], text [], bytea [], bytea [], bytea [],
+    bytea [], bytea [], timestamptz [], text []
+) TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.cancel_notificatie(integer, uuid) TO nmc_api;

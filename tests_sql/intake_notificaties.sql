@@ -1,0 +1,201 @@
+-- Intake: one transaction writes notification, first event and first send task;
+-- idempotent replays; refusals with the offending item's index.
+BEGIN;
+SELECT plan(27);
+\ir fixtures/setup.sql
+
+SELECT nmc.advance_clock('1 hour');
+
+-- A batch call with every array built from one set of items.
+CREATE FUNCTION pg_temp.batch(
+    p_dv integer, p_regie nmc.regie, p_berichttypen text [], p_dvrefs text [],
+    p_payloads text [], p_geldig_tot timestamptz [] DEFAULT NULL
+) RETURNS TABLE (item integer, notificatie_id uuid, nieuw boolean)
+LANGUAGE sql AS $$
+    SELECT * FROM nmc.intake_notificaties(
+        p_dv, p_regie, 1::smallint, 'kek-1', 'c0c0c0c0-0000-4000-8000-000000000001',
+        ARRAY(SELECT gen_random_uuid() FROM unnest(p_dvrefs)),
+        p_berichttypen,
+        ARRAY(SELECT pg_temp.b32(r) FROM unnest(p_dvrefs) AS r),
+        ARRAY(SELECT pg_temp.b32(p) FROM unnest(p_payloads) AS p),
+        ARRAY(SELECT '\x0a'::bytea FROM unnest(p_dvrefs)),
+        ARRAY(SELECT '\x0b'::bytea FROM unnest(p_dvrefs)),
+        ARRAY(SELECT '\x0c'::bytea FROM unnest(p_dvrefs)),
+        coalesce(p_geldig_tot, ARRAY(SELECT NULL::timestamptz FROM unnest(p_dvrefs))),
+        ARRAY(SELECT '0123456789abcdef0123456789abcdef' FROM unnest(p_dvrefs))
+    )
+$$;
+
+-- One notification.
+SELECT r.notificatie_id AS id, r.nieuw
+FROM nmc.intake_notificatie(
+    'd0d0d0d0-0000-4000-8000-000000000001', 1001, 'aanslag', 'decentraal',
+    pg_temp.b32('ref-1'), 1::smallint, pg_temp.b32('payload-1'), '\x0a', '\x0b', '\x0c',
+    'kek-1', NULL, NULL, 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'
+) AS r \gset
+SELECT is(:'id'::text, 'd0d0d0d0-0000-4000-8000-000000000001', 'intake keeps the id the shell chose');
+SELECT ok(:'nieuw'::boolean, 'and says it is new');
+SELECT results_eq(
+    format($$SELECT status::text, versie, regie::text, berichttype, reden::text,
+             aangenomen_op = nmc.now(), geldig_tot = nmc.now() + interval '3 days',
+             trace_id, kek_id, ontvanger_versleuteld, gegevens_versleuteld, sleutel_gewrapt
+             FROM nmc.notificatie WHERE id = %L$$, :'id'),
+    $$VALUES ('aangenomen', 1, 'decentraal', 'aanslag', NULL::text, true, true,
+              'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', 'kek-1', '\x0a'::bytea, '\x0b'::bytea,
+              '\x0c'::bytea)$$,
+    'the notification is stored aangenomen at version 1, geldig_tot from the berichttype'
+);
+SELECT results_eq(
+    format($$SELECT sequence, van::text, naar::text, tijdstip = nmc.now(),
+             xid = pg_current_xact_id() FROM nmc.event WHERE notificatie_id = %L$$, :'id'),
+    $$VALUES (1, NULL::text, 'aangenomen', true, true)$$,
+    'its first event (null -> aangenomen, sequence 1) is written in the same transaction'
+);
+SELECT results_eq(
+    format($$SELECT soort::text, staat::text, due = nmc.now(), dv_id, trace_id
+             FROM nmc.taak WHERE notificatie_id = %L$$, :'id'),
+    $$VALUES ('verzenden', 'open', true, 1001, 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa')$$,
+    'and its first send task, due now'
+);
+
+-- Replays.
+SELECT results_eq(
+    $$SELECT r.notificatie_id::text, r.nieuw FROM nmc.intake_notificatie(
+        gen_random_uuid(), 1001, 'aanslag', 'decentraal', pg_temp.b32('ref-1'), 1::smallint,
+        pg_temp.b32('payload-1'), '\x1a', '\x1b', '\x1c', 'kek-1', NULL, NULL,
+        'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb') AS r$$,
+    $$VALUES ('d0d0d0d0-0000-4000-8000-000000000001', false)$$,
+    'the same dvRef and payload again returns the stored id, not new'
+);
+SELECT is(
+    (SELECT count(*)::integer FROM nmc.notificatie),
+    1,
+    'a replay stores nothing'
+);
+SELECT is(
+    (SELECT count(*)::integer FROM nmc.event), 1, 'a replay writes no event'
+);
+SELECT is(
+    pg_temp.fout($$SELECT nmc.intake_notificatie(
+        gen_random_uuid(), 1001, 'aanslag', 'decentraal', pg_temp.b32('ref-1'), 1::smallint,
+        pg_temp.b32('payload-2'), '\x1a', '\x1b', '\x1c', 'kek-1', NULL, NULL,
+        'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb')$$),
+    'NM007:0',
+    'the same dvRef with another payload is refused (NM007)'
+);
+SELECT is(
+    (SELECT count(*)::integer FROM pg_temp.batch(1002, 'decentraal', '{herinnering}',
+        '{ref-1}', '{payload-2}')),
+    1,
+    'the same dvRef at another DV is another notification'
+);
+
+-- Batches.
+SELECT results_eq(
+    $$SELECT item, nieuw FROM pg_temp.batch(1001, 'decentraal',
+        '{aanslag,aanslag,aanslag,aanslag}', '{b-1,b-2,ref-1,b-1}',
+        '{p,p,payload-1,p}')$$,
+    $$VALUES (0, true), (1, true), (2, false), (3, false)$$,
+    'a batch answers per item in order: new, new, a replay, a duplicate within the batch'
+);
+SELECT is(
+    (SELECT count(DISTINCT notificatie_id)::integer FROM pg_temp.batch(1001, 'decentraal',
+        '{aanslag,aanslag}', '{b-9,b-9}', '{p,p}')),
+    1,
+    'a dvRef twice in one batch with the same payload is one notification'
+);
+SELECT is(
+    (SELECT count(*)::integer FROM nmc.taak WHERE soort = 'verzenden'),
+    (SELECT count(*)::integer FROM nmc.notificatie),
+    'every stored notification has exactly one send task'
+);
+SELECT is(
+    (SELECT count(*)::integer FROM nmc.event),
+    (SELECT count(*)::integer FROM nmc.notificatie),
+    'and exactly one event'
+);
+SELECT is(
+    (SELECT count(*)::integer FROM nmc.notificatie
+     WHERE batch_id = 'c0c0c0c0-0000-4000-8000-000000000001'),
+    4,
+    'the batch id groups what the batches stored (ref-1 at DV 2, b-1, b-2, b-9)'
+);
+SELECT is(
+    pg_temp.fout($$SELECT pg_temp.batch(1001, 'decentraal', '{aanslag,aanslag,aanslag}',
+        '{b-20,b-21,b-20}', '{p,p,q}')$$),
+    'NM007:2',
+    'a dvRef twice in one batch with different payloads is refused at the second item'
+);
+SELECT is(
+    pg_temp.fout($$SELECT pg_temp.batch(1001, 'decentraal', '{aanslag,aanslag}',
+        '{b-30,b-1}', '{p,other}')$$),
+    'NM007:1',
+    'a batch item that conflicts with a stored dvRef is refused with its index'
+);
+SELECT is(
+    (SELECT count(*)::integer FROM nmc.notificatie WHERE dvref_hmac = pg_temp.b32('b-30')),
+    0,
+    'a refused batch stores none of its items'
+);
+
+-- Berichttype, regie and geldig_tot.
+SELECT is(
+    pg_temp.fout($$SELECT pg_temp.batch(1001, 'decentraal', '{aanslag,onbekend}',
+        '{g-1,g-2}', '{p,p}')$$),
+    'NM008:1',
+    'an unknown berichttype is refused (NM008) with its index'
+);
+SELECT is(
+    pg_temp.fout($$SELECT pg_temp.batch(1001, 'decentraal', '{alleen-centraal}',
+        '{g-3}', '{p}')$$),
+    'NM008:0',
+    'a berichttype not allowed for the regie is refused (NM008)'
+);
+SELECT is(
+    pg_temp.fout($$SELECT pg_temp.batch(1002, 'decentraal', '{aanslag}', '{g-4}', '{p}')$$),
+    'NM008:0',
+    'another DV''s berichttype is not allowed (NM008)'
+);
+UPDATE nmc.berichttype SET actief = false WHERE dv_id = 1001 AND code = 'alleen-centraal';
+SELECT is(
+    pg_temp.fout($$SELECT pg_temp.batch(1001, 'centraal', '{alleen-centraal}',
+        '{g-5}', '{p}')$$),
+    'NM008:0',
+    'an inactive berichttype is refused (NM008)'
+);
+SELECT is(
+    pg_temp.fout($$SELECT pg_temp.batch(1001, 'decentraal', '{aanslag,aanslag}',
+        '{g-6,g-7}', '{p,p}', ARRAY[nmc.now() + interval '1 day', nmc.now()])$$),
+    'NM014:1',
+    'geldig_tot not after now is refused (NM014)'
+);
+SELECT is(
+    pg_temp.fout($$SELECT pg_temp.batch(1001, 'decentraal', '{aanslag}',
+        '{g-8}', '{p}', ARRAY[nmc.now() + interval '31 days'])$$),
+    'NM014:0',
+    'geldig_tot beyond the berichttype maximum is refused (NM014)'
+);
+SELECT notificatie_id AS maxid FROM pg_temp.batch(1001, 'decentraal', '{aanslag}',
+    '{g-9}', '{p}', ARRAY[nmc.now() + interval '30 days']) \gset
+SELECT is(
+    (SELECT geldig_tot - nmc.now() FROM nmc.notificatie WHERE id = :'maxid'),
+    interval '30 days',
+    'geldig_tot at the maximum is kept as given'
+);
+
+-- DV and arrays.
+SELECT is(
+    pg_temp.fout($$SELECT pg_temp.batch(999, 'decentraal', '{aanslag}', '{x}', '{p}')$$),
+    'NM010:',
+    'an unknown DV is refused (NM010)'
+);
+SELECT is(
+    pg_temp.fout($$SELECT nmc.intake_notificaties(1001, 'decentraal', 1::smallint, 'k', NULL,
+        ARRAY[gen_random_uuid()], '{aanslag,aanslag}', '{}', '{}', '{}', '{}', '{}', '{}',
+        '{}')$$),
+    'NM016:',
+    'arrays of different lengths are refused (NM016)'
+);
+
+SELECT * FROM finish();
+ROLLBACK;

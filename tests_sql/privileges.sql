@@ -1,0 +1,118 @@
+-- The shell's roles own nothing and may only EXECUTE the API functions granted to them.
+BEGIN;
+SELECT plan(19);
+\ir fixtures/setup.sql
+
+SELECT is_empty(
+    $$SELECT c.relname, a.privilege_type
+      FROM pg_catalog.pg_class AS c, LATERAL pg_catalog.aclexplode(c.relacl) AS a
+      WHERE c.relnamespace IN ('nmc'::regnamespace, 'nmc_migratie'::regnamespace)
+          AND a.grantee IN (0, 'nmc_api'::regrole, 'nmc_worker'::regrole)$$,
+    'no table, view or sequence grants anything to PUBLIC, nmc_api or nmc_worker'
+);
+SELECT is_empty(
+    $$SELECT p.oid::regprocedure FROM pg_catalog.pg_proc AS p
+      WHERE p.pronamespace = 'nmc'::regnamespace
+          AND (p.proacl IS NULL
+               OR EXISTS (SELECT 1 FROM pg_catalog.aclexplode(p.proacl) AS a
+                          WHERE a.grantee = 0))$$,
+    'no nmc function is executable by PUBLIC (not even by default ACL)'
+);
+SELECT set_eq(
+    $$SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc AS p
+      WHERE p.pronamespace = 'nmc'::regnamespace
+          AND pg_catalog.has_function_privilege('nmc_api', p.oid, 'EXECUTE')$$,
+    $$VALUES ('nmc.now()'),
+        ('nmc.intake_notificatie(uuid,integer,text,nmc.regie,bytea,smallint,bytea,bytea,bytea,bytea,text,timestamp with time zone,uuid,text)'),
+        ('nmc.intake_notificaties(integer,nmc.regie,smallint,text,uuid,uuid[],text[],bytea[],bytea[],bytea[],bytea[],bytea[],timestamp with time zone[],text[])'),
+        ('nmc.cancel_notificatie(integer,uuid)')$$,
+    'nmc_api may execute exactly the API functions'
+);
+SELECT set_eq(
+    $$SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc AS p
+      WHERE p.pronamespace = 'nmc'::regnamespace
+          AND pg_catalog.has_function_privilege('nmc_worker', p.oid, 'EXECUTE')$$,
+    $$VALUES ('nmc.now()')$$,
+    'nmc_worker may execute exactly the worker functions'
+);
+SELECT is_empty(
+    $$SELECT c.relname FROM pg_catalog.pg_class AS c
+      WHERE c.relnamespace = 'nmc'::regnamespace
+          AND c.relowner <> 'nmc_owner'::regrole
+      UNION ALL
+      SELECT p.proname FROM pg_catalog.pg_proc AS p
+      WHERE p.pronamespace = 'nmc'::regnamespace AND p.proowner <> 'nmc_owner'::regrole
+      UNION ALL
+      SELECT t.typname FROM pg_catalog.pg_type AS t
+      WHERE t.typnamespace = 'nmc'::regnamespace AND t.typowner <> 'nmc_owner'::regrole$$,
+    'nmc_owner owns every table, function and type'
+);
+SELECT is_empty(
+    $$SELECT p.oid::regprocedure FROM pg_catalog.pg_proc AS p
+      WHERE p.pronamespace = 'nmc'::regnamespace
+          AND NOT coalesce('search_path=pg_catalog, pg_temp' = ANY(p.proconfig), false)$$,
+    'every nmc function pins search_path = pg_catalog, pg_temp'
+);
+SELECT set_eq(
+    $$SELECT p.proname::text FROM pg_catalog.pg_proc AS p
+      WHERE p.pronamespace = 'nmc'::regnamespace AND p.prosecdef$$,
+    $$VALUES ('now'), ('intake_notificatie'), ('intake_notificaties'), ('cancel_notificatie')$$,
+    'exactly the API functions run as SECURITY DEFINER'
+);
+SELECT ok(
+    NOT (SELECT rolcanlogin FROM pg_catalog.pg_roles WHERE rolname = 'nmc_owner'),
+    'the owner role cannot log in'
+);
+SELECT set_eq(
+    $$SELECT r.rolname::text, s.cfg
+      FROM pg_catalog.pg_db_role_setting AS d
+      INNER JOIN pg_catalog.pg_roles AS r ON r.oid = d.setrole,
+      LATERAL unnest(d.setconfig) AS s (cfg)
+      WHERE d.setdatabase = 0 AND r.rolname IN ('nmc_api', 'nmc_worker')
+          AND s.cfg ~ '^(statement_timeout|idle_in_transaction_session_timeout)='$$,
+    $$VALUES ('nmc_api', 'statement_timeout=5s'),
+             ('nmc_api', 'idle_in_transaction_session_timeout=10s'),
+             ('nmc_worker', 'statement_timeout=30s'),
+             ('nmc_worker', 'idle_in_transaction_session_timeout=60s')$$,
+    'both shell roles have a statement and an idle-in-transaction timeout'
+);
+
+-- Acting as the API role.
+SELECT pg_temp.nieuwe_notificatie() AS id \gset
+GRANT EXECUTE ON FUNCTION pg_temp.fout(text) TO nmc_api, nmc_worker;
+SET LOCAL ROLE nmc_api;
+SELECT is(pg_temp.fout('SELECT * FROM nmc.notificatie'), '42501:',
+    'nmc_api cannot read notificatie');
+SELECT is(pg_temp.fout('SELECT * FROM nmc.event'), '42501:', 'nmc_api cannot read the event log');
+SELECT is(
+    pg_temp.fout(format($$UPDATE nmc.notificatie SET status = 'bezorgd' WHERE id = %L$$, :'id')),
+    '42501:', 'nmc_api cannot update notificatie');
+SELECT is(pg_temp.fout('INSERT INTO nmc.taak (soort, due, aangemaakt_op) VALUES (''controle'', now(), now())'),
+    '42501:', 'nmc_api cannot plan tasks directly');
+SELECT is(
+    pg_temp.fout(format($$SELECT nmc.transition_notificatie(%L, 'in-verzending')$$, :'id')),
+    '42501:', 'nmc_api cannot call the transition function directly');
+SELECT is(pg_temp.fout($$SELECT nmc.advance_clock('1 day')$$), '42501:',
+    'nmc_api cannot move the clock');
+SELECT is(
+    pg_temp.fout(format('SELECT nmc.cancel_notificatie(1001, %L)', :'id')),
+    NULL,
+    'nmc_api can cancel through the API function'
+);
+SELECT is(
+    pg_temp.fout($$SELECT nmc.intake_notificatie(gen_random_uuid(), 1001, 'aanslag',
+        'decentraal', '\x0000000000000000000000000000000000000000000000000000000000000000',
+        1::smallint, '\x0000000000000000000000000000000000000000000000000000000000000000',
+        '\x01', NULL, '\x02', 'kek-1', NULL, NULL, '0123456789abcdef0123456789abcdef')$$),
+    NULL,
+    'nmc_api can accept a notification through the API function'
+);
+RESET ROLE;
+SET LOCAL ROLE nmc_worker;
+SELECT is(pg_temp.fout('SELECT * FROM nmc.taak'), '42501:', 'nmc_worker cannot read tasks directly');
+SELECT is(pg_temp.fout($$SELECT nmc.advance_clock('1 day')$$), '42501:',
+    'nmc_worker cannot move the clock');
+RESET ROLE;
+
+SELECT * FROM finish();
+ROLLBACK;

@@ -1,0 +1,114 @@
+-- Guards on notificatie: no status without an allowed pair, a version step of one and a
+-- matching event written in the same transaction (SPEC §4).
+
+CREATE OR REPLACE FUNCTION nmc.guard_notificatie_row()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        IF NEW.versie <> 1 THEN
+            RAISE EXCEPTION 'a new notificatie starts at version 1' USING ERRCODE = 'NM003';
+        END IF;
+        IF NOT nmc.transition_allowed(NULL, NEW.status) OR NEW.reden IS NOT NULL THEN
+            RAISE EXCEPTION 'a new notificatie starts as aangenomen, not %', NEW.status
+                USING ERRCODE = 'NM001';
+        END IF;
+        RETURN NEW;
+    END IF;
+
+    IF NEW.id <> OLD.id OR NEW.dv_id <> OLD.dv_id OR NEW.aangenomen_op <> OLD.aangenomen_op THEN
+        RAISE EXCEPTION 'id, dv_id and aangenomen_op of a notificatie never change'
+            USING ERRCODE = 'NM015';
+    END IF;
+    IF NEW.versie = OLD.versie THEN
+        IF NEW.status IS DISTINCT FROM OLD.status OR NEW.reden IS DISTINCT FROM OLD.reden THEN
+            RAISE EXCEPTION 'status change without a new version and event'
+                USING ERRCODE = 'NM002';
+        END IF;
+        RETURN NEW;
+    END IF;
+    IF NEW.versie <> OLD.versie + 1 THEN
+        RAISE EXCEPTION 'version must rise by exactly one (% to %)', OLD.versie, NEW.versie
+            USING ERRCODE = 'NM003';
+    END IF;
+    IF NOT nmc.transition_allowed(OLD.status, NEW.status) THEN
+        RAISE EXCEPTION 'transition from % to % is not allowed', OLD.status, NEW.status
+            USING ERRCODE = 'NM001', DETAIL = OLD.status::text;
+    END IF;
+    RETURN NEW;
+END
+$$;
+COMMENT ON FUNCTION nmc.guard_notificatie_row() IS
+'BEFORE INSERT OR UPDATE row guard: a new row is version 1 aangenomen; identity columns '
+'never change; status and reason change only with a new version; the version rises by '
+'exactly one (NM003); the pair is allowed (NM001). Status change without version: NM002.';
+
+CREATE OR REPLACE FUNCTION nmc.guard_notificatie_event()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_zonder_event uuid;
+BEGIN
+    -- Every row whose version changed in this statement needs the event with that
+    -- sequence, the same (van, naar, reden), written by this transaction.
+    IF TG_OP = 'INSERT' THEN
+        SELECT n.id INTO v_zonder_event
+        FROM nieuw AS n
+        WHERE NOT EXISTS (
+            SELECT 1 FROM nmc.event AS e
+            WHERE e.notificatie_id = n.id
+                AND e.sequence = n.versie
+                AND e.xid = pg_catalog.pg_current_xact_id()
+                AND e.van IS NULL
+                AND e.naar = n.status
+                AND e.reden IS NOT DISTINCT FROM n.reden
+        )
+        LIMIT 1;
+    ELSE
+        SELECT n.id INTO v_zonder_event
+        FROM nieuw AS n
+        INNER JOIN oud AS o ON n.id = o.id
+        WHERE n.versie <> o.versie
+            AND NOT EXISTS (
+                SELECT 1 FROM nmc.event AS e
+                WHERE e.notificatie_id = n.id
+                    AND e.sequence = n.versie
+                    AND e.xid = pg_catalog.pg_current_xact_id()
+                    AND e.van = o.status
+                    AND e.naar = n.status
+                    AND e.reden IS NOT DISTINCT FROM n.reden
+            )
+        LIMIT 1;
+    END IF;
+    IF v_zonder_event IS NOT NULL THEN
+        RAISE EXCEPTION 'version change without its event in the same transaction'
+            USING ERRCODE = 'NM002';
+    END IF;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION nmc.guard_notificatie_event() IS
+'AFTER statement guard (transition tables): refuses (NM002) any new or changed version '
+'without an event row of the same sequence and (van, naar, reden) written by the same '
+'transaction. One anti-join per statement, so batch intake stays cheap.';
+
+DROP TRIGGER IF EXISTS notificatie_guard_row ON nmc.notificatie;
+CREATE TRIGGER notificatie_guard_row
+BEFORE INSERT OR UPDATE ON nmc.notificatie
+FOR EACH ROW EXECUTE FUNCTION nmc.guard_notificatie_row();
+
+DROP TRIGGER IF EXISTS notificatie_guard_event_insert ON nmc.notificatie;
+CREATE TRIGGER notificatie_guard_event_insert
+AFTER INSERT ON nmc.notificatie
+REFERENCING NEW TABLE AS nieuw
+FOR EACH STATEMENT EXECUTE FUNCTION nmc.guard_notificatie_event();
+
+DROP TRIGGER IF EXISTS notificatie_guard_event_update ON nmc.notificatie;
+CREATE TRIGGER notificatie_guard_event_update
+AFTER UPDATE ON nmc.notificatie
+REFERENCING OLD TABLE AS oud NEW TABLE AS nieuw
+FOR EACH STATEMENT EXECUTE FUNCTION nmc.guard_notificatie_event();
