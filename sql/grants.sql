@@ -19,3 +19,8 @@ GRANT EXECUTE ON FUNCTION nmc.intake_notificaties(
     bytea [], bytea [], timestamptz [], text []
 ) TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.cancel_notificatie(integer, uuid) TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.find_dienstverlener(text) TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.get_notificatie(integer, uuid) TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.find_notificaties(
+    integer, bytea [], integer, timestamptz, uuid
+) TO nmc_api;

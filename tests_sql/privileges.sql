@@ -25,7 +25,10 @@ SELECT set_eq(
     $$VALUES ('nmc.now()'),
         ('nmc.intake_notificatie(uuid,integer,text,nmc.regie,bytea,smallint,bytea,bytea,bytea,bytea,text,timestamp with time zone,uuid,text)'),
         ('nmc.intake_notificaties(integer,nmc.regie,smallint,text,uuid,uuid[],text[],bytea[],bytea[],bytea[],bytea[],bytea[],timestamp with time zone[],text[])'),
-        ('nmc.cancel_notificatie(integer,uuid)')$$,
+        ('nmc.cancel_notificatie(integer,uuid)'),
+        ('nmc.find_dienstverlener(text)'),
+        ('nmc.get_notificatie(integer,uuid)'),
+        ('nmc.find_notificaties(integer,bytea[],integer,timestamp with time zone,uuid)')$$,
     'nmc_api may execute exactly the API functions'
 );
 SELECT set_eq(
@@ -56,7 +59,8 @@ SELECT is_empty(
 SELECT set_eq(
     $$SELECT p.proname::text FROM pg_catalog.pg_proc AS p
       WHERE p.pronamespace = 'nmc'::regnamespace AND p.prosecdef$$,
-    $$VALUES ('now'), ('intake_notificatie'), ('intake_notificaties'), ('cancel_notificatie')$$,
+    $$VALUES ('now'), ('intake_notificatie'), ('intake_notificaties'), ('cancel_notificatie'),
+             ('find_dienstverlener'), ('get_notificatie'), ('find_notificaties')$$,
     'exactly the API functions run as SECURITY DEFINER'
 );
 SELECT ok(
