@@ -13,6 +13,7 @@ CREATE TABLE nmc.notificatie (
     pepper_versie smallint NOT NULL CHECK (pepper_versie >= 1),
     payload_hash bytea NOT NULL CHECK (pg_catalog.octet_length(payload_hash) = 32),
     batch_id uuid,
+    dienst text CHECK (pg_catalog.length(dienst) BETWEEN 1 AND 100),
     trace_id text NOT NULL CHECK (trace_id ~ '^[0-9a-f]{32}$'),
     ontvanger_versleuteld bytea NOT NULL,
     gegevens_versleuteld bytea,
@@ -50,6 +51,8 @@ COMMENT ON COLUMN nmc.notificatie.dvref_hmac IS
 'reference itself is never stored.';
 COMMENT ON COLUMN nmc.notificatie.payload_hash IS
 'SHA-256 of the canonical request, for idempotent replays (same dvRef, same payload).';
+COMMENT ON COLUMN nmc.notificatie.dienst IS
+'The DV''s service name (dienstNaam) the Profielservice uses to pick the e-mail address.';
 COMMENT ON COLUMN nmc.notificatie.ontvanger_versleuteld IS
 'Ciphertext of the e-mail address (decentraal) or the identifying number (centraal).';
 COMMENT ON COLUMN nmc.notificatie.sleutel_gewrapt IS

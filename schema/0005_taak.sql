@@ -56,17 +56,31 @@ WHERE staat IN ('open', 'claimed') AND notificatie_id IS NULL AND dv_id IS NOT N
 CREATE UNIQUE INDEX taak_uniek_globaal ON nmc.taak (soort)
 WHERE staat IN ('open', 'claimed') AND notificatie_id IS NULL AND dv_id IS NULL;
 
+CREATE TABLE nmc.notify_service (
+    code text PRIMARY KEY CHECK (pg_catalog.length(code) BETWEEN 1 AND 100),
+    budget_per_minuut integer NOT NULL DEFAULT 1400 CHECK (budget_per_minuut > 0),
+    navraag_aandeel numeric NOT NULL DEFAULT 0.1 CHECK (navraag_aandeel BETWEEN 0 AND 0.5)
+);
+COMMENT ON TABLE nmc.notify_service IS
+'The NotifyNL services the NMC sends through, with the send budget per minute (below '
+'NotifyNL''s rate limit) and the fixed share of it reserved for reconciliation. A '
+'berichttype whose service is not listed uses the defaults. Kept while in use.';
+
 CREATE TABLE nmc.verzendbudget (
     notify_service text NOT NULL,
     venster_start timestamptz NOT NULL,
-    verzenden integer NOT NULL DEFAULT 0 CHECK (verzenden >= 0),
-    navraag integer NOT NULL DEFAULT 0 CHECK (navraag >= 0),
-    PRIMARY KEY (notify_service, venster_start)
+    soort text NOT NULL CHECK (soort IN ('verzenden', 'navraag')),
+    gebruikt integer NOT NULL CHECK (gebruikt >= 0),
+    laatst_toegekend integer NOT NULL CHECK (laatst_toegekend >= 0),
+    PRIMARY KEY (notify_service, venster_start, soort)
 );
 COMMENT ON TABLE nmc.verzendbudget IS
-'Tokens used per NotifyNL service per time window, for sends and (its fixed share) '
-'reconciliation. Taken with INSERT … ON CONFLICT DO UPDATE … RETURNING; unused tokens '
-'expire with the window. Retention: windows older than a day are removed by maintenance.';
+'Tokens used per NotifyNL service per one-minute window, for sends and for '
+'reconciliation (its fixed share). Taken with INSERT … ON CONFLICT DO UPDATE … RETURNING; '
+'unused tokens expire with the window. Retention: windows older than a day are removed '
+'by maintenance.';
+COMMENT ON COLUMN nmc.verzendbudget.laatst_toegekend IS
+'Tokens granted by the latest take, so the upsert can return the grant in one statement.';
 
 CREATE TABLE nmc.quotumgebruik (
     dv_id integer NOT NULL REFERENCES nmc.dienstverlener (dv_id),

@@ -1,7 +1,7 @@
 -- Intake: one transaction writes notification, first event and first send task;
 -- idempotent replays; refusals with the offending item's index.
 BEGIN;
-SELECT plan(27);
+SELECT plan(28);
 \ir fixtures/setup.sql
 
 SELECT nmc.advance_clock('1 hour');
@@ -22,7 +22,8 @@ LANGUAGE sql AS $$
         ARRAY(SELECT '\x0b'::bytea FROM unnest(p_dvrefs)),
         ARRAY(SELECT '\x0c'::bytea FROM unnest(p_dvrefs)),
         coalesce(p_geldig_tot, ARRAY(SELECT NULL::timestamptz FROM unnest(p_dvrefs))),
-        ARRAY(SELECT '0123456789abcdef0123456789abcdef' FROM unnest(p_dvrefs))
+        ARRAY(SELECT '0123456789abcdef0123456789abcdef' FROM unnest(p_dvrefs)),
+        ARRAY(SELECT 'dienst-' || r FROM unnest(p_dvrefs) AS r)
     )
 $$;
 
@@ -138,6 +139,12 @@ SELECT is(
     'a refused batch stores none of its items'
 );
 
+SELECT is(
+    (SELECT dienst FROM nmc.notificatie WHERE dvref_hmac = pg_temp.b32('b-2')),
+    'dienst-b-2',
+    'the service name for the Profielservice is kept with the notification'
+);
+
 -- Berichttype, regie and geldig_tot.
 SELECT is(
     pg_temp.fout($$SELECT pg_temp.batch(1001, 'decentraal', '{aanslag,onbekend}',
@@ -192,7 +199,7 @@ SELECT is(
 SELECT is(
     pg_temp.fout($$SELECT nmc.intake_notificaties(1001, 'decentraal', 1::smallint, 'k', NULL,
         ARRAY[gen_random_uuid()], '{aanslag,aanslag}', '{}', '{}', '{}', '{}', '{}', '{}',
-        '{}')$$),
+        '{}', '{}')$$),
     'NM016:',
     'arrays of different lengths are refused (NM016)'
 );

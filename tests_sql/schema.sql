@@ -6,8 +6,9 @@ SELECT tables_are(
     'nmc',
     ARRAY['dienstverlener', 'berichttype', 'notificatie', 'poging', 'taak', 'verzendbudget',
           'quotumgebruik', 'event', 'event_default', 'event_x000000000000', 'event_partitie',
-          'bevestiging', 'webhookpositie', 'cluster_epoch', 'klok'],
-    'nmc holds the tables of SPEC §3 (plus quota, partition register and clock)'
+          'bevestiging', 'webhookpositie', 'cluster_epoch', 'klok', 'notify_service',
+          'instellingen'],
+    'nmc holds the tables of SPEC §3 (plus quota, partitions, clock, services, settings)'
 );
 SELECT enum_has_labels('nmc', 'notificatie_status', ARRAY['aangenomen', 'in-verzending',
     'verzonden', 'bezorgd', 'definitief-bezorgd', 'niet-bezorgbaar', 'technisch-mislukt',

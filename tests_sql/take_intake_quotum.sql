@@ -55,7 +55,7 @@ SELECT is(
         ARRAY[gen_random_uuid(), gen_random_uuid()], '{herinnering,herinnering}',
         ARRAY[pg_temp.b32('q-1'), pg_temp.b32('q-10')], ARRAY[pg_temp.b32('p'), pg_temp.b32('p')],
         '{"\\x01","\\x01"}', '{"\\x01","\\x01"}', '{"\\x01","\\x01"}', '{NULL,NULL}',
-        '{0123456789abcdef0123456789abcdef,0123456789abcdef0123456789abcdef}')$$),
+        '{0123456789abcdef0123456789abcdef,0123456789abcdef0123456789abcdef}', '{NULL,NULL}')$$),
     'NM009:' || (11 * 3600 + 57 * 60 + 50)::text,
     'a batch counts its new items only: one replay plus one new is still over'
 );

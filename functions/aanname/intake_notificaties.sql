@@ -15,7 +15,8 @@ CREATE OR REPLACE FUNCTION nmc.intake_notificaties(
     p_gegevens bytea [],
     p_sleutels bytea [],
     p_geldig_tot timestamptz [],
-    p_trace_ids text []
+    p_trace_ids text [],
+    p_diensten text []
 )
 RETURNS TABLE (item integer, notificatie_id uuid, nieuw boolean)
 LANGUAGE plpgsql
@@ -41,7 +42,8 @@ BEGIN
         OR pg_catalog.cardinality(p_gegevens) <> v_n
         OR pg_catalog.cardinality(p_sleutels) <> v_n
         OR pg_catalog.cardinality(p_geldig_tot) <> v_n
-        OR pg_catalog.cardinality(p_trace_ids) <> v_n THEN
+        OR pg_catalog.cardinality(p_trace_ids) <> v_n
+        OR pg_catalog.cardinality(p_diensten) <> v_n THEN
         RAISE EXCEPTION 'intake takes 1 to 1000 items with every array of the same length'
             USING ERRCODE = 'NM016';
     END IF;
@@ -100,19 +102,20 @@ BEGIN
     WITH nieuwe_notificatie AS (
         INSERT INTO nmc.notificatie (
             id, dv_id, berichttype, regie, status, reden, versie, geldig_tot, dvref_hmac,
-            pepper_versie, payload_hash, batch_id, trace_id, ontvanger_versleuteld,
+            pepper_versie, payload_hash, batch_id, dienst, trace_id, ontvanger_versleuteld,
             gegevens_versleuteld, sleutel_gewrapt, kek_id, aangenomen_op, bijgewerkt_op
         )
         SELECT DISTINCT ON (u.hmac)
             u.id, p_dv_id, u.berichttype, p_regie, 'aangenomen', NULL, 1,
             coalesce(u.geldig_tot, v_nu + b.geldigheid_standaard), u.hmac, p_pepper_versie,
-            u.hash, p_batch_id, u.trace_id, u.ontvanger, u.gegevens, u.sleutel, p_kek_id,
-            v_nu, v_nu
+            u.hash, p_batch_id, u.dienst, u.trace_id, u.ontvanger, u.gegevens, u.sleutel,
+            p_kek_id, v_nu, v_nu
         FROM unnest(
             p_ids, p_berichttypen, p_dvref_hmacs, p_payload_hashes, p_ontvangers, p_gegevens,
-            p_sleutels, p_geldig_tot, p_trace_ids
+            p_sleutels, p_geldig_tot, p_trace_ids, p_diensten
         ) WITH ORDINALITY AS u (
-            id, berichttype, hmac, hash, ontvanger, gegevens, sleutel, geldig_tot, trace_id, nr
+            id, berichttype, hmac, hash, ontvanger, gegevens, sleutel, geldig_tot, trace_id,
+            dienst, nr
         )
         INNER JOIN nmc.berichttype AS b ON b.dv_id = p_dv_id AND b.code = u.berichttype
         ORDER BY u.hmac, u.nr
@@ -151,7 +154,7 @@ END
 $$;
 COMMENT ON FUNCTION nmc.intake_notificaties(
     integer, nmc.regie, smallint, text, uuid, uuid [], text [], bytea [], bytea [], bytea [],
-    bytea [], bytea [], timestamptz [], text []
+    bytea [], bytea [], timestamptz [], text [], text []
 ) IS
 'Accepts 1 to 1000 notifications of one DV and regie in the caller''s transaction: per '
 'new item the notificatie (version 1, aangenomen), its first event and its verzenden task '
@@ -176,7 +179,8 @@ CREATE OR REPLACE FUNCTION nmc.intake_notificatie(
     p_kek_id text,
     p_geldig_tot timestamptz,
     p_batch_id uuid,
-    p_trace_id text
+    p_trace_id text,
+    p_dienst text DEFAULT NULL
 )
 RETURNS TABLE (notificatie_id uuid, nieuw boolean)
 LANGUAGE sql
@@ -188,12 +192,12 @@ AS $$
         p_dv_id, p_regie, p_pepper_versie, p_kek_id, p_batch_id,
         ARRAY[p_notificatie_id], ARRAY[p_berichttype], ARRAY[p_dvref_hmac],
         ARRAY[p_payload_hash], ARRAY[p_ontvanger], ARRAY[p_gegevens], ARRAY[p_sleutel],
-        ARRAY[p_geldig_tot], ARRAY[p_trace_id]
+        ARRAY[p_geldig_tot], ARRAY[p_trace_id], ARRAY[p_dienst]
     ) AS r
 $$;
 COMMENT ON FUNCTION nmc.intake_notificatie(
     uuid, integer, text, nmc.regie, bytea, smallint, bytea, bytea, bytea, bytea, text,
-    timestamptz, uuid, text
+    timestamptz, uuid, text, text
 ) IS
 'Accepts one notification: nmc.intake_notificaties with one item. Returns the id (the '
 'stored one on an idempotent replay) and whether it is new.';
