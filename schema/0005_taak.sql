@@ -50,11 +50,11 @@ WHERE staat IN ('open', 'claimed') AND soort <> 'receipt' AND notificatie_id IS 
 -- A duplicate callback is a no-op: receipts are unique per (attempt, completed_at).
 CREATE UNIQUE INDEX taak_receipt_uniek ON nmc.taak (poging_id, receipt_completed_at)
 WHERE soort = 'receipt';
--- One open task per DV-wide kind (terugkoppelen) and per global kind (controle, onderhoud).
-CREATE UNIQUE INDEX taak_uniek_dv ON nmc.taak (soort, dv_id)
-WHERE staat IN ('open', 'claimed') AND notificatie_id IS NULL AND dv_id IS NOT NULL;
-CREATE UNIQUE INDEX taak_uniek_globaal ON nmc.taak (soort)
-WHERE staat IN ('open', 'claimed') AND notificatie_id IS NULL AND dv_id IS NULL;
+-- One open webhook task per DV, and one open watchdog.
+CREATE UNIQUE INDEX taak_uniek_terugkoppelen ON nmc.taak (dv_id)
+WHERE staat IN ('open', 'claimed') AND soort = 'terugkoppelen';
+CREATE UNIQUE INDEX taak_uniek_controle ON nmc.taak (soort)
+WHERE staat IN ('open', 'claimed') AND soort = 'controle';
 
 CREATE TABLE nmc.notify_service (
     code text PRIMARY KEY CHECK (pg_catalog.length(code) BETWEEN 1 AND 100),
