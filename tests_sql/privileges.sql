@@ -35,7 +35,15 @@ SELECT set_eq(
     $$SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc AS p
       WHERE p.pronamespace = 'nmc'::regnamespace
           AND pg_catalog.has_function_privilege('nmc_worker', p.oid, 'EXECUTE')$$,
-    $$VALUES ('nmc.now()')$$,
+    $$VALUES ('nmc.now()'),
+        ('nmc.claim_taken(nmc.taak_soort,text,integer)'),
+        ('nmc.claim_verzenden(text,integer)'),
+        ('nmc.extend_lease(bigint,integer)'),
+        ('nmc.finish_taak(bigint,integer)'),
+        ('nmc.finish_taken(bigint[],integer[])'),
+        ('nmc.defer_taak(bigint,integer,text)'),
+        ('nmc.fail_taak(bigint,integer,text)'),
+        ('nmc.finish_verzenden(bigint,integer,text,uuid,uuid)')$$,
     'nmc_worker may execute exactly the worker functions'
 );
 SELECT is_empty(
@@ -60,7 +68,9 @@ SELECT set_eq(
     $$SELECT p.proname::text FROM pg_catalog.pg_proc AS p
       WHERE p.pronamespace = 'nmc'::regnamespace AND p.prosecdef$$,
     $$VALUES ('now'), ('intake_notificatie'), ('intake_notificaties'), ('cancel_notificatie'),
-             ('find_dienstverlener'), ('get_notificatie'), ('find_notificaties')$$,
+             ('find_dienstverlener'), ('get_notificatie'), ('find_notificaties'),
+             ('claim_taken'), ('claim_verzenden'), ('extend_lease'), ('finish_taak'),
+             ('finish_taken'), ('defer_taak'), ('fail_taak'), ('finish_verzenden')$$,
     'exactly the API functions run as SECURITY DEFINER'
 );
 SELECT ok(
