@@ -47,8 +47,10 @@ CREATE INDEX taak_mislukt ON nmc.taak (soort) WHERE staat = 'mislukt';
 -- No double planning: one open task per (notification, kind); receipts are outside it.
 CREATE UNIQUE INDEX taak_uniek_open ON nmc.taak (notificatie_id, soort)
 WHERE staat IN ('open', 'claimed') AND soort <> 'receipt' AND notificatie_id IS NOT NULL;
--- A duplicate callback is a no-op: receipts are unique per (attempt, completed_at).
-CREATE UNIQUE INDEX taak_receipt_uniek ON nmc.taak (poging_id, receipt_completed_at)
+-- A duplicate callback is a no-op: receipts are unique per (attempt, completed_at, status).
+CREATE UNIQUE INDEX taak_receipt_uniek ON nmc.taak (
+    poging_id, receipt_completed_at, (payload ->> 'status')
+) NULLS NOT DISTINCT
 WHERE soort = 'receipt';
 -- One open webhook task per DV, and one open watchdog.
 CREATE UNIQUE INDEX taak_uniek_terugkoppelen ON nmc.taak (dv_id)

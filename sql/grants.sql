@@ -24,6 +24,8 @@ GRANT EXECUTE ON FUNCTION nmc.get_notificatie(integer, uuid) TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.find_notificaties(
     integer, bytea [], integer, timestamptz, uuid
 ) TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.store_receipt(text, uuid, text, timestamptz, timestamptz)
+TO nmc_api;
 
 -- The workers (nmc worker).
 GRANT EXECUTE ON FUNCTION nmc.claim_taken(nmc.taak_soort, text, integer) TO nmc_worker;
@@ -34,3 +36,4 @@ GRANT EXECUTE ON FUNCTION nmc.finish_taken(bigint [], integer []) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.defer_taak(bigint, integer, text) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.fail_taak(bigint, integer, text) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.finish_verzenden(bigint, integer, text, uuid, uuid) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.process_receipts(integer) TO nmc_worker;

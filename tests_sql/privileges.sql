@@ -28,7 +28,8 @@ SELECT set_eq(
         ('nmc.cancel_notificatie(integer,uuid)'),
         ('nmc.find_dienstverlener(text)'),
         ('nmc.get_notificatie(integer,uuid)'),
-        ('nmc.find_notificaties(integer,bytea[],integer,timestamp with time zone,uuid)')$$,
+        ('nmc.find_notificaties(integer,bytea[],integer,timestamp with time zone,uuid)'),
+        ('nmc.store_receipt(text,uuid,text,timestamp with time zone,timestamp with time zone)')$$,
     'nmc_api may execute exactly the API functions'
 );
 SELECT set_eq(
@@ -43,7 +44,8 @@ SELECT set_eq(
         ('nmc.finish_taken(bigint[],integer[])'),
         ('nmc.defer_taak(bigint,integer,text)'),
         ('nmc.fail_taak(bigint,integer,text)'),
-        ('nmc.finish_verzenden(bigint,integer,text,uuid,uuid)')$$,
+        ('nmc.finish_verzenden(bigint,integer,text,uuid,uuid)'),
+        ('nmc.process_receipts(integer)')$$,
     'nmc_worker may execute exactly the worker functions'
 );
 SELECT is_empty(
@@ -70,7 +72,8 @@ SELECT set_eq(
     $$VALUES ('now'), ('intake_notificatie'), ('intake_notificaties'), ('cancel_notificatie'),
              ('find_dienstverlener'), ('get_notificatie'), ('find_notificaties'),
              ('claim_taken'), ('claim_verzenden'), ('extend_lease'), ('finish_taak'),
-             ('finish_taken'), ('defer_taak'), ('fail_taak'), ('finish_verzenden')$$,
+             ('finish_taken'), ('defer_taak'), ('fail_taak'), ('finish_verzenden'),
+             ('store_receipt'), ('process_receipts')$$,
     'exactly the API functions run as SECURITY DEFINER'
 );
 SELECT ok(

@@ -7,7 +7,7 @@ SELECT tables_are(
     ARRAY['dienstverlener', 'berichttype', 'notificatie', 'poging', 'taak', 'verzendbudget',
           'quotumgebruik', 'event', 'event_default', 'event_x000000000000', 'event_partitie',
           'bevestiging', 'webhookpositie', 'cluster_epoch', 'klok', 'notify_service',
-          'instellingen'],
+          'instellingen', 'teller'],
     'nmc holds the tables of SPEC §3 (plus quota, partitions, clock, services, settings)'
 );
 SELECT enum_has_labels('nmc', 'notificatie_status', ARRAY['aangenomen', 'in-verzending',

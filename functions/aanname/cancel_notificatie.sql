@@ -11,7 +11,13 @@ DECLARE
     v_status nmc.notificatie_status;
     v_versie integer;
 BEGIN
-    -- The same row lock as the send claim, so cancel and claim cannot both win.
+    -- Locks in the order the send claim takes them (task, then notification), so a
+    -- cancel racing a claim waits instead of deadlocking; then whoever is second sees
+    -- the other's result under the notification's row lock.
+    PERFORM 1 FROM nmc.taak AS t
+    WHERE t.notificatie_id = p_notificatie_id AND t.soort = 'verzenden'
+        AND t.staat IN ('open', 'claimed') AND t.dv_id = p_dv_id
+    FOR UPDATE;
     SELECT n.status INTO v_status
     FROM nmc.notificatie AS n
     WHERE n.id = p_notificatie_id AND n.dv_id = p_dv_id

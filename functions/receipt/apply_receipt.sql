@@ -1,0 +1,189 @@
+-- Judging one receipt or reconciliation answer (SPEC §4 notes, §6): under the
+-- notification's row lock, through the single writer. One function for both paths.
+
+CREATE OR REPLACE FUNCTION nmc.poging_status_voor(p_notifynl_status text)
+RETURNS nmc.poging_status
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE p_notifynl_status
+        WHEN 'delivered' THEN 'bezorgd'
+        WHEN 'permanent-failure' THEN 'permanent-mislukt'
+        WHEN 'temporary-failure' THEN 'tijdelijk-mislukt'
+        WHEN 'technical-failure' THEN 'technisch-mislukt'
+    END::nmc.poging_status
+$$;
+COMMENT ON FUNCTION nmc.poging_status_voor(text) IS
+'The attempt status for a final NotifyNL e-mail status; NULL for any other status.';
+
+CREATE OR REPLACE FUNCTION nmc.apply_receipt(
+    p_poging_id uuid,
+    p_notifynl_id uuid,
+    p_status text,
+    p_completed_at timestamptz,
+    p_sent_at timestamptz
+)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_nu CONSTANT timestamptz := nmc.now();
+    v_instelling nmc.instellingen;
+    v_n nmc.notificatie;
+    v_p nmc.poging;
+    v_nieuw nmc.poging_status := nmc.poging_status_voor(p_status);
+    v_c timestamptz := least(coalesce(p_completed_at, v_nu), v_nu);
+    v_liep boolean;
+    v_rust_op_bezorgd boolean;
+BEGIN
+    SELECT * INTO v_instelling FROM nmc.instellingen;
+    SELECT n.* INTO v_n
+    FROM nmc.notificatie AS n
+    WHERE n.id = (SELECT p.notificatie_id FROM nmc.poging AS p WHERE p.id = p_poging_id)
+    FOR UPDATE;
+    SELECT * INTO v_p FROM nmc.poging AS p WHERE p.id = p_poging_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'poging not found' USING ERRCODE = 'NM005';
+    END IF;
+
+    -- The id. No id yet: the worker died between NotifyNL's 201 and its commit, so the
+    -- receipt commits the send on its behalf. Another id: a duplicate of this attempt.
+    IF v_p.notifynl_id IS NULL AND p_notifynl_id IS NOT NULL THEN
+        UPDATE nmc.poging AS p
+        SET notifynl_id = p_notifynl_id,
+            status = CASE WHEN p.status = 'gepland' THEN 'verzonden' ELSE p.status END,
+            verzonden_op = coalesce(p_sent_at, p.verzonden_op, v_nu)
+        WHERE p.id = p_poging_id
+        RETURNING p.* INTO v_p;
+        IF v_n.status = 'in-verzending' THEN
+            PERFORM nmc.transition_notificatie(v_n.id, 'verzonden');
+            v_n.status := 'verzonden';
+        END IF;
+    ELSIF p_notifynl_id <> v_p.notifynl_id AND NOT p_notifynl_id = ANY(v_p.duplicaat_ids) THEN
+        UPDATE nmc.poging AS p SET duplicaat_ids = p.duplicaat_ids || p_notifynl_id
+        WHERE p.id = p_poging_id;
+    END IF;
+
+    IF p_status NOT IN (
+        'created', 'sending', 'pending', 'delivered', 'permanent-failure', 'temporary-failure',
+        'technical-failure'
+    ) THEN
+        -- Unknown: recorded and counted, no transition; reconciliation carries on.
+        UPDATE nmc.poging AS p SET laatste_receipt_status = pg_catalog.left(p_status, 50)
+        WHERE p.id = p_poging_id;
+        PERFORM nmc.count_teller('receipt_onbekende_status');
+        RETURN 'onbekende-status';
+    END IF;
+    IF v_nieuw IS NULL THEN
+        RETURN 'niet-definitief';
+    END IF;
+
+    -- Ordered per attempt by the receipt's own completed_at (capped at the NMC clock):
+    -- an older receipt never overrides a newer one, whatever order they arrive in.
+    IF v_p.laatste_receipt_op IS NOT NULL AND v_c < v_p.laatste_receipt_op THEN
+        RETURN 'ouder';
+    END IF;
+
+    v_liep := v_p.status IN ('gepland', 'verzonden', 'onbekend');
+    v_rust_op_bezorgd := v_n.status = 'bezorgd' AND v_p.status = 'bezorgd'
+        AND v_c <= v_p.afgerond_op + v_instelling.vaststellingstermijn
+        AND p_status IN ('temporary-failure', 'permanent-failure');
+
+    UPDATE nmc.poging AS p
+    SET status = v_nieuw, afgerond_op = v_c, laatste_receipt_op = v_c,
+        laatste_receipt_status = p_status, verzonden_op = coalesce(p_sent_at, p.verzonden_op)
+    WHERE p.id = p_poging_id;
+
+    -- A processed receipt ends the attempt's reconciliation.
+    UPDATE nmc.taak AS t
+    SET staat = 'done', afgerond_op = v_nu
+    WHERE t.notificatie_id = v_n.id AND t.soort = 'reconciliëren' AND t.poging_id = p_poging_id
+        AND t.staat = 'open';
+
+    -- Every permanent failure under centraal regie is reported to the Profielservice.
+    IF p_status = 'permanent-failure' AND v_n.regie = 'centraal' THEN
+        INSERT INTO nmc.taak (soort, dv_id, notificatie_id, poging_id, due, trace_id, aangemaakt_op)
+        VALUES ('ongeldig-melden', v_n.dv_id, v_n.id, p_poging_id, v_nu, v_n.trace_id, v_nu)
+        ON CONFLICT (notificatie_id, soort)
+        WHERE staat IN ('open', 'claimed') AND soort <> 'receipt' AND notificatie_id IS NOT NULL
+        DO NOTHING;
+    END IF;
+
+    IF p_status = 'delivered' THEN
+        IF v_liep AND v_n.status IN ('verzonden', 'bezorgstatus-onbekend') THEN
+            PERFORM nmc.transition_notificatie(v_n.id, 'bezorgd');
+            -- Settle after the MEBV term plus NotifyNL's callback window, so a failure
+            -- with a completed_at inside the term cannot cross the settlement.
+            INSERT INTO nmc.taak (
+                soort, dv_id, notificatie_id, poging_id, due, trace_id, aangemaakt_op
+            )
+            VALUES (
+                'vaststellen', v_n.dv_id, v_n.id, p_poging_id,
+                v_c + v_instelling.vaststellingstermijn + v_instelling.callback_venster,
+                v_n.trace_id, v_nu
+            )
+            ON CONFLICT (notificatie_id, soort)
+            WHERE staat IN ('open', 'claimed') AND soort <> 'receipt'
+                AND notificatie_id IS NOT NULL
+            DO UPDATE SET due = excluded.due, poging_id = excluded.poging_id;
+            RETURN 'bezorgd';
+        END IF;
+        RETURN 'vastgelegd';
+    END IF;
+
+    -- A failure counts when the attempt was running, or when bezorgd rests on it and it
+    -- falls within the settlement term; otherwise it is only recorded on the attempt.
+    IF NOT (v_liep OR v_rust_op_bezorgd) THEN
+        RETURN 'vastgelegd';
+    END IF;
+    IF v_rust_op_bezorgd THEN
+        UPDATE nmc.taak AS t SET staat = 'done', afgerond_op = v_nu
+        WHERE t.notificatie_id = v_n.id AND t.soort = 'vaststellen' AND t.staat = 'open';
+    END IF;
+
+    IF p_status = 'permanent-failure' THEN
+        PERFORM nmc.transition_notificatie(v_n.id, 'niet-bezorgbaar', 'onbereikbaar');
+        RETURN 'niet-bezorgbaar';
+    END IF;
+    IF v_n.status = 'bezorgstatus-onbekend' THEN
+        -- A late temporary/technical failure there is recorded only: no resend.
+        RETURN 'vastgelegd';
+    END IF;
+    IF v_p.nummer = 2 THEN
+        IF p_status = 'temporary-failure' THEN
+            PERFORM nmc.transition_notificatie(v_n.id, 'niet-bezorgbaar', 'onbereikbaar');
+            RETURN 'niet-bezorgbaar';
+        END IF;
+        PERFORM nmc.transition_notificatie(v_n.id, 'technisch-mislukt', 'technisch');
+        RETURN 'technisch-mislukt';
+    END IF;
+    -- Attempt 1 failed temporarily or technically: resend, unless geldig_tot has passed.
+    IF v_nu > v_n.geldig_tot THEN
+        PERFORM nmc.transition_notificatie(v_n.id, 'verlopen', 'verlopen');
+        RETURN 'verlopen';
+    END IF;
+    IF v_n.status = 'bezorgd' THEN
+        PERFORM nmc.transition_notificatie(v_n.id, 'verzonden');
+    END IF;
+    INSERT INTO nmc.taak (soort, dv_id, notificatie_id, due, trace_id, aangemaakt_op)
+    VALUES ('verzenden', v_n.dv_id, v_n.id, v_nu, v_n.trace_id, v_nu)
+    ON CONFLICT (notificatie_id, soort)
+    WHERE staat IN ('open', 'claimed') AND soort <> 'receipt' AND notificatie_id IS NOT NULL
+    DO NOTHING;
+    RETURN 'herverzenden';
+END
+$$;
+COMMENT ON FUNCTION nmc.apply_receipt(uuid, uuid, text, timestamptz, timestamptz) IS
+'Judges one NotifyNL outcome for an attempt, from a receipt or a reconciliation answer, '
+'under the notification''s row lock: takes over a missing NotifyNL id (committing the '
+'send on the worker''s behalf) or records a duplicate id; orders per attempt by '
+'completed_at (capped at the NMC clock; older is ignored); records the outcome on the '
+'attempt; applies SPEC §4: delivered -> bezorgd plus settlement task; permanent -> '
+'niet-bezorgbaar (and, under centraal, an ongeldig-melden task); temporary/technical on '
+'attempt 1 -> resend (or verlopen past geldig_tot); on attempt 2 -> niet-bezorgbaar / '
+'technisch-mislukt; failures on bezorgd within the settlement term count, later ones '
+'and those on non-running attempts are only recorded; unknown statuses are counted. '
+'Returns what it did.';

@@ -1,0 +1,54 @@
+-- Receipt tasks need no external call: a worker processes a batch in one transaction.
+
+CREATE OR REPLACE FUNCTION nmc.process_receipts(p_batch integer DEFAULT 100)
+RETURNS integer
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_taak nmc.taak;
+    v_aantal integer := 0;
+    v_fout text;
+BEGIN
+    FOR v_taak IN
+        SELECT t.* FROM nmc.taak AS t
+        INNER JOIN nmc.lock_due_taken('receipt', greatest(p_batch, 1)) AS l ON l.taak_id = t.id
+        ORDER BY t.receipt_completed_at NULLS FIRST, t.id
+    LOOP
+        BEGIN
+            PERFORM nmc.apply_receipt(
+                v_taak.poging_id,
+                (v_taak.payload ->> 'id')::uuid,
+                v_taak.payload ->> 'status',
+                (v_taak.payload ->> 'completed_at')::timestamptz,
+                (v_taak.payload ->> 'sent_at')::timestamptz
+            );
+            PERFORM nmc.close_taak(v_taak.id);
+        EXCEPTION WHEN OTHERS THEN
+            -- A failure inside the NMC: counted on the task, retried, and after the
+            -- maximum left for an operator. The SQLSTATE only: no personal data.
+            GET STACKED DIAGNOSTICS v_fout = RETURNED_SQLSTATE;
+            UPDATE nmc.taak AS t
+            SET pogingen = t.pogingen + 1,
+                laatste_fout = 'sqlstate ' || v_fout,
+                due = nmc.now() + nmc.uitstel(t.pogingen),
+                staat = CASE
+                    WHEN t.pogingen + 1 >= (SELECT i.max_pogingen FROM nmc.instellingen AS i)
+                        THEN 'mislukt'::nmc.taak_staat
+                    ELSE 'open'::nmc.taak_staat
+                END,
+                lease_eigenaar = NULL,
+                lease_tot = NULL
+            WHERE t.id = v_taak.id;
+        END;
+        v_aantal := v_aantal + 1;
+    END LOOP;
+    RETURN v_aantal;
+END
+$$;
+COMMENT ON FUNCTION nmc.process_receipts(integer) IS
+'Processes up to p_batch due receipt tasks (fairly across DVs, oldest completed_at first) '
+'with nmc.apply_receipt in the caller''s transaction; a receipt that fails is counted on '
+'its task and retried with backoff (state mislukt after the maximum). Returns how many '
+'tasks it handled.';
