@@ -36,8 +36,7 @@ DECLARE
     v_p nmc.poging;
     v_nieuw nmc.poging_status := nmc.poging_status_voor(p_status);
     v_c timestamptz := least(coalesce(p_completed_at, v_nu), v_nu);
-    v_liep boolean;
-    v_rust_op_bezorgd boolean;
+    v_telt boolean;
 BEGIN
     SELECT * INTO v_instelling FROM nmc.instellingen;
     SELECT n.* INTO v_n
@@ -87,10 +86,17 @@ BEGIN
         RETURN 'ouder';
     END IF;
 
-    v_liep := v_p.status IN ('gepland', 'verzonden', 'onbekend');
-    v_rust_op_bezorgd := v_n.status = 'bezorgd' AND v_p.status = 'bezorgd'
-        AND v_c <= v_p.afgerond_op + v_instelling.vaststellingstermijn
-        AND p_status IN ('temporary-failure', 'permanent-failure');
+    -- A failure counts on a running attempt; on bezorgd only on the attempt bezorgd
+    -- rests on, within the settlement term; on any other terminal status never.
+    v_telt := CASE
+        WHEN v_n.status = 'bezorgd' THEN
+            v_p.status = 'bezorgd'
+            AND v_c <= v_p.afgerond_op + v_instelling.vaststellingstermijn
+            AND p_status IN ('temporary-failure', 'permanent-failure')
+        WHEN v_n.status IN ('in-verzending', 'verzonden', 'bezorgstatus-onbekend') THEN
+            v_p.status IN ('gepland', 'verzonden', 'onbekend')
+        ELSE false
+    END;
 
     UPDATE nmc.poging AS p
     SET status = v_nieuw, afgerond_op = v_c, laatste_receipt_op = v_c,
@@ -112,8 +118,9 @@ BEGIN
         DO NOTHING;
     END IF;
 
+    -- Delivered on any attempt (a late one on attempt 1 while attempt 2 runs, too).
     IF p_status = 'delivered' THEN
-        IF v_liep AND v_n.status IN ('verzonden', 'bezorgstatus-onbekend') THEN
+        IF v_n.status IN ('verzonden', 'bezorgstatus-onbekend') THEN
             PERFORM nmc.transition_notificatie(v_n.id, 'bezorgd');
             -- Settle after the MEBV term plus NotifyNL's callback window, so a failure
             -- with a completed_at inside the term cannot cross the settlement.
@@ -134,12 +141,10 @@ BEGIN
         RETURN 'vastgelegd';
     END IF;
 
-    -- A failure counts when the attempt was running, or when bezorgd rests on it and it
-    -- falls within the settlement term; otherwise it is only recorded on the attempt.
-    IF NOT (v_liep OR v_rust_op_bezorgd) THEN
+    IF NOT v_telt THEN
         RETURN 'vastgelegd';
     END IF;
-    IF v_rust_op_bezorgd THEN
+    IF v_n.status = 'bezorgd' THEN
         UPDATE nmc.taak AS t SET staat = 'done', afgerond_op = v_nu
         WHERE t.notificatie_id = v_n.id AND t.soort = 'vaststellen' AND t.staat = 'open';
     END IF;
@@ -181,7 +186,8 @@ COMMENT ON FUNCTION nmc.apply_receipt(uuid, uuid, text, timestamptz, timestamptz
 'under the notification''s row lock: takes over a missing NotifyNL id (committing the '
 'send on the worker''s behalf) or records a duplicate id; orders per attempt by '
 'completed_at (capped at the NMC clock; older is ignored); records the outcome on the '
-'attempt; applies SPEC §4: delivered -> bezorgd plus settlement task; permanent -> '
+'attempt; applies SPEC §4: delivered on any attempt -> bezorgd plus settlement task; '
+'permanent -> '
 'niet-bezorgbaar (and, under centraal, an ongeldig-melden task); temporary/technical on '
 'attempt 1 -> resend (or verlopen past geldig_tot); on attempt 2 -> niet-bezorgbaar / '
 'technisch-mislukt; failures on bezorgd within the settlement term count, later ones '
