@@ -37,3 +37,10 @@ GRANT EXECUTE ON FUNCTION nmc.defer_taak(bigint, integer, text) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.fail_taak(bigint, integer, text) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.finish_verzenden(bigint, integer, text, uuid, uuid) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.process_receipts(integer) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.claim_navraag(text, integer) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.finish_navraag(
+    bigint, integer, boolean, text, timestamptz, timestamptz
+) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.process_vaststellingen(integer) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.run_controle(bigint, integer) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.ensure_controle() TO nmc_worker;

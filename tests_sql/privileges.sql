@@ -45,7 +45,12 @@ SELECT set_eq(
         ('nmc.defer_taak(bigint,integer,text)'),
         ('nmc.fail_taak(bigint,integer,text)'),
         ('nmc.finish_verzenden(bigint,integer,text,uuid,uuid)'),
-        ('nmc.process_receipts(integer)')$$,
+        ('nmc.process_receipts(integer)'),
+        ('nmc.claim_navraag(text,integer)'),
+        ('nmc.finish_navraag(bigint,integer,boolean,text,timestamp with time zone,timestamp with time zone)'),
+        ('nmc.process_vaststellingen(integer)'),
+        ('nmc.run_controle(bigint,integer)'),
+        ('nmc.ensure_controle()')$$,
     'nmc_worker may execute exactly the worker functions'
 );
 SELECT is_empty(
@@ -73,7 +78,8 @@ SELECT set_eq(
              ('find_dienstverlener'), ('get_notificatie'), ('find_notificaties'),
              ('claim_taken'), ('claim_verzenden'), ('extend_lease'), ('finish_taak'),
              ('finish_taken'), ('defer_taak'), ('fail_taak'), ('finish_verzenden'),
-             ('store_receipt'), ('process_receipts')$$,
+             ('store_receipt'), ('process_receipts'), ('claim_navraag'), ('finish_navraag'),
+             ('process_vaststellingen'), ('run_controle'), ('ensure_controle')$$,
     'exactly the API functions run as SECURITY DEFINER'
 );
 SELECT ok(

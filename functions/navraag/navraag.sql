@@ -1,0 +1,132 @@
+-- Reconciliation (SPEC §6): ask NotifyNL for attempts without a receipt, after 1, 6 and
+-- 24 hours and then daily until NotifyNL's retention ends, within the budget share.
+
+CREATE OR REPLACE FUNCTION nmc.next_navraag(p_verzonden_op timestamptz, p_na timestamptz)
+RETURNS timestamptz
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT pg_catalog.min(moment)
+    FROM (
+        SELECT p_verzonden_op + s.na AS moment
+        FROM unnest(ARRAY[INTERVAL '1 hour', INTERVAL '6 hours']) AS s (na)
+        UNION ALL
+        SELECT p_verzonden_op + d * INTERVAL '1 day'
+        FROM pg_catalog.generate_series(1, 400) AS d
+    ) AS m, nmc.instellingen AS i
+    WHERE m.moment > p_na AND m.moment < p_verzonden_op + i.notifynl_bewaartermijn
+$$;
+COMMENT ON FUNCTION nmc.next_navraag(timestamptz, timestamptz) IS
+'The next reconciliation moment after p_na for an attempt sent at p_verzonden_op: +1 h, '
+'+6 h, +24 h, then daily, strictly before NotifyNL''s retention ends; NULL when none is left.';
+
+CREATE OR REPLACE FUNCTION nmc.claim_navraag(p_eigenaar text, p_batch integer DEFAULT 20)
+RETURNS TABLE (
+    taak_id bigint, claim_epoch integer, notificatie_id uuid, poging_id uuid,
+    notifynl_id uuid, trace_id text
+)
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_nu CONSTANT timestamptz := nmc.now();
+    v_budget record;
+    v_gekozen bigint [] := '{}';
+BEGIN
+    -- Within the fixed reconciliation share of each service's window; the rest waits.
+    FOR v_budget IN
+        SELECT b.notify_service, pg_catalog.array_agg(l.taak_id ORDER BY l.rang, l.taak_id) AS taken
+        FROM nmc.lock_due_taken('reconciliëren', greatest(p_batch, 1)) AS l
+        INNER JOIN nmc.taak AS t ON t.id = l.taak_id
+        INNER JOIN nmc.notificatie AS n ON n.id = t.notificatie_id
+        INNER JOIN nmc.berichttype AS b ON b.dv_id = n.dv_id AND b.code = n.berichttype
+        GROUP BY b.notify_service
+    LOOP
+        v_gekozen := v_gekozen || v_budget.taken[
+            1:nmc.take_budget(v_budget.notify_service, 'navraag',
+                pg_catalog.cardinality(v_budget.taken))
+        ];
+    END LOOP;
+
+    RETURN QUERY
+    UPDATE nmc.taak AS t
+    SET staat = 'claimed', lease_eigenaar = p_eigenaar,
+        lease_tot = v_nu + (SELECT i.lease_duur FROM nmc.instellingen AS i),
+        claim_epoch = t.claim_epoch + 1
+    FROM nmc.poging AS p
+    WHERE t.id = ANY(v_gekozen) AND p.id = t.poging_id
+    RETURNING t.id, t.claim_epoch, t.notificatie_id, t.poging_id, p.notifynl_id, t.trace_id;
+END
+$$;
+COMMENT ON FUNCTION nmc.claim_navraag(text, integer) IS
+'Claims up to p_batch due reconciliation tasks, fairly across DVs and within the '
+'reconciliation share of each NotifyNL service''s budget window. Returns the attempt and '
+'its NotifyNL id to look up.';
+
+CREATE OR REPLACE FUNCTION nmc.finish_navraag(
+    p_taak_id bigint,
+    p_claim_epoch integer,
+    p_gevonden boolean,
+    p_status text DEFAULT NULL,
+    p_completed_at timestamptz DEFAULT NULL,
+    p_sent_at timestamptz DEFAULT NULL
+)
+RETURNS text
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_nu CONSTANT timestamptz := nmc.now();
+    v_taak nmc.taak := nmc.lock_claimed_taak(p_taak_id, p_claim_epoch);
+    v_p nmc.poging;
+    v_volgende timestamptz;
+    v_status nmc.notificatie_status;
+BEGIN
+    SELECT * INTO v_p FROM nmc.poging AS p WHERE p.id = v_taak.poging_id;
+
+    -- An answer with a final status is judged exactly like a receipt.
+    IF p_gevonden AND nmc.poging_status_voor(p_status) IS NOT NULL THEN
+        PERFORM nmc.close_taak(p_taak_id);
+        RETURN nmc.apply_receipt(v_p.id, NULL, p_status, p_completed_at, p_sent_at);
+    END IF;
+
+    -- No outcome yet: ask again at the next moment, if NotifyNL still keeps the message.
+    v_volgende := nmc.next_navraag(coalesce(v_p.verzonden_op, v_taak.aangemaakt_op), v_nu);
+    IF p_gevonden AND v_volgende IS NOT NULL THEN
+        IF p_status IS NOT NULL AND p_status NOT IN ('created', 'sending', 'pending') THEN
+            UPDATE nmc.poging AS p SET laatste_receipt_status = pg_catalog.left(p_status, 50)
+            WHERE p.id = v_p.id;
+            PERFORM nmc.count_teller('receipt_onbekende_status');
+        END IF;
+        UPDATE nmc.taak AS t
+        SET staat = 'open', due = v_volgende, lease_eigenaar = NULL, lease_tot = NULL
+        WHERE t.id = p_taak_id;
+        RETURN 'opnieuw';
+    END IF;
+
+    -- 404, or the retention ends without an outcome: a dead end.
+    SELECT n.status INTO v_status
+    FROM nmc.notificatie AS n WHERE n.id = v_taak.notificatie_id FOR UPDATE;
+    UPDATE nmc.poging AS p SET status = 'onbekend'
+    WHERE p.id = v_p.id AND p.status = 'verzonden';
+    PERFORM nmc.close_taak(p_taak_id);
+    IF v_status = 'verzonden' AND NOT EXISTS (
+        SELECT 1 FROM nmc.poging AS p
+        WHERE p.notificatie_id = v_taak.notificatie_id AND p.id <> v_p.id
+            AND p.status IN ('gepland', 'verzonden')
+    ) THEN
+        PERFORM nmc.transition_notificatie(v_taak.notificatie_id, 'bezorgstatus-onbekend');
+        RETURN 'bezorgstatus-onbekend';
+    END IF;
+    RETURN 'vastgelegd';
+END
+$$;
+COMMENT ON FUNCTION nmc.finish_navraag(bigint, integer, boolean, text, timestamptz, timestamptz) IS
+'Commits a reconciliation answer (fenced by epoch). Found with a final status: judged by '
+'nmc.apply_receipt. Found without one: asked again at the next moment of the schedule. '
+'Not found (404), or NotifyNL''s retention over without an outcome: the attempt becomes '
+'onbekend and the notification bezorgstatus-onbekend (unless another attempt still runs).';

@@ -1,0 +1,31 @@
+-- Settlement (SPEC §4): bezorgd becomes definitief-bezorgd after the MEBV term.
+
+CREATE OR REPLACE FUNCTION nmc.process_vaststellingen(p_batch integer DEFAULT 100)
+RETURNS integer
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_taak record;
+    v_aantal integer := 0;
+BEGIN
+    FOR v_taak IN
+        SELECT t.id, t.notificatie_id FROM nmc.taak AS t
+        INNER JOIN nmc.lock_due_taken('vaststellen', greatest(p_batch, 1)) AS l ON l.taak_id = t.id
+        ORDER BY t.id
+    LOOP
+        -- Asks NotifyNL nothing: its retention need not cover the settlement term.
+        IF (SELECT n.status FROM nmc.notificatie AS n WHERE n.id = v_taak.notificatie_id
+            FOR UPDATE) = 'bezorgd' THEN
+            PERFORM nmc.transition_notificatie(v_taak.notificatie_id, 'definitief-bezorgd');
+            v_aantal := v_aantal + 1;
+        END IF;
+        PERFORM nmc.close_taak(v_taak.id);
+    END LOOP;
+    RETURN v_aantal;
+END
+$$;
+COMMENT ON FUNCTION nmc.process_vaststellingen(integer) IS
+'Settles up to p_batch due vaststellen tasks: a notification still bezorgd becomes '
+'definitief-bezorgd; any other status just closes the task. Returns how many settled.';

@@ -1,0 +1,95 @@
+-- Reconciliation: the 1 h / 6 h / 24 h / daily schedule and its two dead ends.
+BEGIN;
+SELECT plan(17);
+\ir fixtures/setup.sql
+
+UPDATE nmc.klok SET verschuiving = '2026-12-01 12:00:00+00'::timestamptz - now();
+-- Accepts, claims and commits a send; returns the attempt id.
+CREATE FUNCTION pg_temp.verzonden(p_ref text) RETURNS uuid LANGUAGE plpgsql AS $$
+DECLARE v_id uuid := pg_temp.nieuwe_notificatie(p_dvref => p_ref); v_c record;
+BEGIN
+    SELECT * INTO v_c FROM nmc.claim_verzenden('w', 100) AS c WHERE c.notificatie_id = v_id;
+    PERFORM nmc.finish_verzenden(v_c.taak_id, v_c.claim_epoch, 'verzonden', gen_random_uuid());
+    RETURN v_c.poging_id;
+END $$;
+-- Claims the reconciliation of one attempt and answers it.
+CREATE FUNCTION pg_temp.antwoord(p_poging uuid, p_gevonden boolean, p_status text)
+RETURNS text LANGUAGE plpgsql AS $$
+DECLARE v_c record;
+BEGIN
+    SELECT * INTO v_c FROM nmc.claim_navraag('w', 100) AS c WHERE c.poging_id = p_poging;
+    IF NOT FOUND THEN RETURN 'niet geclaimd'; END IF;
+    RETURN nmc.finish_navraag(v_c.taak_id, v_c.claim_epoch, p_gevonden, p_status,
+        CASE WHEN p_status = 'delivered' THEN nmc.now() - interval '1 minute' END, NULL);
+END $$;
+CREATE FUNCTION pg_temp.due(p_poging uuid) RETURNS interval LANGUAGE sql AS $$
+    SELECT t.due - p.verzonden_op FROM nmc.taak AS t JOIN nmc.poging AS p ON p.id = t.poging_id
+    WHERE t.poging_id = p_poging AND t.soort = 'reconciliëren' AND t.staat = 'open'
+$$;
+
+SELECT pg_temp.verzonden('a') AS a \gset
+SELECT is(pg_temp.due(:'a'), interval '1 hour', 'the send commit plans reconciliation at +1 h');
+SELECT is(pg_temp.antwoord(:'a', true, 'sending'), 'niet geclaimd', 'not claimed before it is due');
+SELECT nmc.advance_clock('1 hour');
+SELECT is(pg_temp.antwoord(:'a', true, 'sending'), 'opnieuw', 'at +1 h NotifyNL says sending: ask again');
+SELECT is(pg_temp.due(:'a'), interval '6 hours', 'next at +6 h');
+SELECT nmc.advance_clock('5 hours');
+SELECT is(pg_temp.antwoord(:'a', true, 'created'), 'opnieuw', 'at +6 h still nothing');
+SELECT is(pg_temp.due(:'a'), interval '24 hours', 'next at +24 h');
+SELECT nmc.advance_clock('18 hours');
+SELECT pg_temp.antwoord(:'a', true, 'sending');
+SELECT is(pg_temp.due(:'a'), interval '2 days', 'then daily');
+SELECT nmc.advance_clock('1 day');
+SELECT pg_temp.antwoord(:'a', true, 'sending');
+SELECT is(pg_temp.due(:'a'), interval '3 days', 'daily');
+SELECT nmc.advance_clock('4 days');
+SELECT pg_temp.antwoord(:'a', true, 'sending');
+SELECT is(
+    (SELECT status::text FROM nmc.notificatie WHERE id = (SELECT notificatie_id FROM nmc.poging WHERE id = :'a')),
+    'bezorgstatus-onbekend',
+    'when NotifyNL''s retention (7 days) ends without an outcome: bezorgstatus-onbekend'
+);
+SELECT is((SELECT status::text FROM nmc.poging WHERE id = :'a'), 'onbekend', 'the attempt is onbekend');
+
+SELECT pg_temp.verzonden('b') AS b \gset
+SELECT nmc.advance_clock('1 hour');
+SELECT is(pg_temp.antwoord(:'b', false, NULL), 'bezorgstatus-onbekend',
+    'a 404 ends reconciliation in bezorgstatus-onbekend');
+
+SELECT pg_temp.verzonden('c') AS c \gset
+SELECT nmc.advance_clock('1 hour');
+SELECT is(pg_temp.antwoord(:'c', true, 'delivered'), 'bezorgd',
+    'a final answer is judged exactly like a receipt');
+SELECT is(
+    (SELECT string_agg(soort::text || ':' || staat::text, ',' ORDER BY id) FROM nmc.taak
+     WHERE notificatie_id = (SELECT notificatie_id FROM nmc.poging WHERE id = :'c')),
+    'verzenden:done,reconciliëren:done,vaststellen:open',
+    'reconciliation is done and settlement planned'
+);
+
+SELECT pg_temp.verzonden('d') AS d \gset
+SELECT nmc.store_receipt(:'d', (SELECT notifynl_id FROM nmc.poging WHERE id = :'d'), 'delivered',
+    nmc.now(), NULL);
+SELECT nmc.process_receipts(10);
+SELECT is(
+    (SELECT staat::text FROM nmc.taak WHERE poging_id = :'d' AND soort = 'reconciliëren'),
+    'done',
+    'a processed receipt closes the reconciliation'
+);
+
+-- The budget share: 10% of 1400 = 140 a minute for reconciliation.
+SELECT pg_temp.verzonden('v' || i) FROM generate_series(1, 150) AS i;
+SELECT nmc.advance_clock('1 hour');
+SELECT is((SELECT count(*)::integer FROM nmc.claim_navraag('w', 1000)), 140,
+    'reconciliation takes at most its share of the window');
+SELECT is((SELECT count(*)::integer FROM nmc.claim_navraag('w', 1000)), 0,
+    'and nothing more in that window');
+SELECT is(
+    (SELECT gebruikt FROM nmc.verzendbudget WHERE soort = 'navraag'
+     ORDER BY venster_start DESC LIMIT 1),
+    140,
+    'the share is booked in the window'
+);
+
+SELECT * FROM finish();
+ROLLBACK;
