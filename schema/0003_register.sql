@@ -10,13 +10,13 @@ CREATE TABLE nmc.dienstverlener (
     webhook_max_mislukt integer NOT NULL DEFAULT 10 CHECK (webhook_max_mislukt > 0),
     webhook_max_batch integer NOT NULL DEFAULT 100 CHECK (webhook_max_batch BETWEEN 1 AND 1000),
     bevestigingstermijn interval NOT NULL DEFAULT '7 days'
-        CHECK (bevestigingstermijn > '0 seconds'),
+    CHECK (bevestigingstermijn > '0 seconds'),
     max_cursorleeftijd interval NOT NULL DEFAULT '30 days'
-        CHECK (max_cursorleeftijd > '0 seconds'),
+    CHECK (max_cursorleeftijd > '0 seconds'),
     beheerkanaal text,
     feed_max_pagina integer NOT NULL DEFAULT 1000 CHECK (feed_max_pagina BETWEEN 1 AND 10000),
     feed_aanroepen_per_minuut integer NOT NULL DEFAULT 600
-        CHECK (feed_aanroepen_per_minuut > 0),
+    CHECK (feed_aanroepen_per_minuut > 0),
     actief boolean NOT NULL DEFAULT true,
     aangemaakt_op timestamptz NOT NULL DEFAULT pg_catalog.now(),
     gewijzigd_op timestamptz NOT NULL DEFAULT pg_catalog.now()
@@ -37,11 +37,11 @@ CREATE TABLE nmc.berichttype (
     code text NOT NULL CHECK (code ~ '^[A-Za-z0-9._-]{1,100}$'),
     notifynl_template_id uuid NOT NULL,
     notify_service text NOT NULL DEFAULT 'standaard'
-        CHECK (pg_catalog.length(notify_service) BETWEEN 1 AND 100),
-    regie_toegestaan nmc.regie [] NOT NULL DEFAULT '{centraal,decentraal}'
-        CHECK (pg_catalog.cardinality(regie_toegestaan) > 0),
+    CHECK (pg_catalog.length(notify_service) BETWEEN 1 AND 100),
+    regie_toegestaan nmc.regie[] NOT NULL DEFAULT '{centraal,decentraal}'
+    CHECK (pg_catalog.cardinality(regie_toegestaan) > 0),
     geldigheid_standaard interval NOT NULL DEFAULT '3 days'
-        CHECK (geldigheid_standaard > '0 seconds'),
+    CHECK (geldigheid_standaard > '0 seconds'),
     geldigheid_max interval NOT NULL DEFAULT '30 days',
     actief boolean NOT NULL DEFAULT true,
     PRIMARY KEY (dv_id, code),

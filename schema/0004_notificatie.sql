@@ -72,7 +72,7 @@ CREATE TABLE nmc.poging (
     nummer smallint NOT NULL CHECK (nummer IN (1, 2)),
     status nmc.poging_status NOT NULL DEFAULT 'gepland',
     notifynl_id uuid,
-    duplicaat_ids uuid [] NOT NULL DEFAULT '{}',
+    duplicaat_ids uuid[] NOT NULL DEFAULT '{}',
     claim_epoch integer NOT NULL DEFAULT 0 CHECK (claim_epoch >= 0),
     contactgegeven_id uuid,
     verzonden_op timestamptz,

@@ -113,7 +113,7 @@ CREATE TABLE nmc.webhookpositie (
     event_id bigint NOT NULL,
     mislukt integer NOT NULL DEFAULT 0 CHECK (mislukt >= 0),
     gepauzeerd_tot timestamptz,
-    uitgeschakeld boolean NOT NULL DEFAULT false,
+    uitgeschakeld boolean NOT NULL DEFAULT FALSE,
     bijgewerkt_op timestamptz NOT NULL
 );
 COMMENT ON TABLE nmc.webhookpositie IS

@@ -15,14 +15,14 @@ GRANT EXECUTE ON FUNCTION nmc.intake_notificatie(
     timestamptz, uuid, text, text
 ) TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.intake_notificaties(
-    integer, nmc.regie, smallint, text, uuid, uuid [], text [], bytea [], bytea [], bytea [],
-    bytea [], bytea [], timestamptz [], text [], text []
+    integer, nmc.regie, smallint, text, uuid, uuid[], text[], bytea[], bytea[], bytea[],
+    bytea[], bytea[], timestamptz[], text[], text[]
 ) TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.cancel_notificatie(integer, uuid) TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.find_dienstverlener(text) TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.get_notificatie(integer, uuid) TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.find_notificaties(
-    integer, bytea [], integer, timestamptz, uuid
+    integer, bytea[], integer, timestamptz, uuid
 ) TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.store_receipt(text, uuid, text, timestamptz, timestamptz)
 TO nmc_api;
@@ -32,7 +32,7 @@ GRANT EXECUTE ON FUNCTION nmc.claim_taken(nmc.taak_soort, text, integer) TO nmc_
 GRANT EXECUTE ON FUNCTION nmc.claim_verzenden(text, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.extend_lease(bigint, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.finish_taak(bigint, integer) TO nmc_worker;
-GRANT EXECUTE ON FUNCTION nmc.finish_taken(bigint [], integer []) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.finish_taken(bigint[], integer[]) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.defer_taak(bigint, integer, text) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.fail_taak(bigint, integer, text) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.finish_verzenden(bigint, integer, text, uuid, uuid) TO nmc_worker;

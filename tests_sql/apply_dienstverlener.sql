@@ -66,7 +66,7 @@ SELECT results_eq(
     'list_dienstverleners shows the active berichttypen'
 );
 
-UPDATE nmc.dienstverlener SET actief = false WHERE dv_id = :dv;
+UPDATE nmc.dienstverlener SET actief = FALSE WHERE dv_id = :dv;
 SELECT is_empty(
     'SELECT * FROM nmc.find_dienstverlener(''00000009999999999000'')',
     'an inactive DV is not found'

@@ -58,78 +58,144 @@ CREATE TEMP TABLE geval (
     want_resultaat text, want_status text, want_reden text, want_taken text,
     poging uuid, resultaat text
 );
-INSERT INTO geval (nr, n_status, nummer, receipt, term, geldig, id, regie,
-    want_resultaat, want_status, want_reden, want_taken) VALUES
+INSERT INTO geval (
+    nr, n_status, nummer, receipt, term, geldig, id, regie,
+    want_resultaat, want_status, want_reden, want_taken
+) VALUES
 -- running attempt 1
-(1, 'verzonden', 1, 'delivered', 'binnen', 'voor', 'zelfde', 'decentraal',
-    'bezorgd', 'bezorgd', NULL, '{vaststellen}'),
-(2, 'verzonden', 1, 'delivered', 'binnen', 'voor', 'duplicaat', 'decentraal',
-    'bezorgd', 'bezorgd', NULL, '{vaststellen}'),
-(3, 'in-verzending', 1, 'delivered', 'binnen', 'voor', 'geen', 'decentraal',
-    'bezorgd', 'bezorgd', NULL, '{vaststellen,verzenden}'),
-(4, 'verzonden', 1, 'permanent-failure', 'binnen', 'voor', 'zelfde', 'decentraal',
-    'niet-bezorgbaar', 'niet-bezorgbaar', 'onbereikbaar', '{}'),
-(5, 'verzonden', 1, 'permanent-failure', 'binnen', 'voor', 'zelfde', 'centraal',
-    'niet-bezorgbaar', 'niet-bezorgbaar', 'onbereikbaar', '{ongeldig-melden}'),
-(6, 'verzonden', 1, 'temporary-failure', 'binnen', 'voor', 'zelfde', 'decentraal',
-    'herverzenden', 'verzonden', NULL, '{verzenden}'),
-(7, 'verzonden', 1, 'technical-failure', 'binnen', 'voor', 'duplicaat', 'decentraal',
-    'herverzenden', 'verzonden', NULL, '{verzenden}'),
-(8, 'verzonden', 1, 'temporary-failure', 'binnen', 'na', 'zelfde', 'decentraal',
-    'verlopen', 'verlopen', 'verlopen', '{}'),
-(9, 'verzonden', 1, 'technical-failure', 'binnen', 'na', 'zelfde', 'decentraal',
-    'verlopen', 'verlopen', 'verlopen', '{}'),
-(10, 'in-verzending', 1, 'permanent-failure', 'binnen', 'voor', 'geen', 'centraal',
-    'niet-bezorgbaar', 'niet-bezorgbaar', 'onbereikbaar', '{ongeldig-melden,verzenden}'),
-(11, 'in-verzending', 1, 'temporary-failure', 'binnen', 'voor', 'geen', 'decentraal',
-    'herverzenden', 'verzonden', NULL, '{verzenden}'),
+(
+    1, 'verzonden', 1, 'delivered', 'binnen', 'voor', 'zelfde', 'decentraal',
+    'bezorgd', 'bezorgd', NULL, '{vaststellen}'
+),
+(
+    2, 'verzonden', 1, 'delivered', 'binnen', 'voor', 'duplicaat', 'decentraal',
+    'bezorgd', 'bezorgd', NULL, '{vaststellen}'
+),
+(
+    3, 'in-verzending', 1, 'delivered', 'binnen', 'voor', 'geen', 'decentraal',
+    'bezorgd', 'bezorgd', NULL, '{vaststellen,verzenden}'
+),
+(
+    4, 'verzonden', 1, 'permanent-failure', 'binnen', 'voor', 'zelfde', 'decentraal',
+    'niet-bezorgbaar', 'niet-bezorgbaar', 'onbereikbaar', '{}'
+),
+(
+    5, 'verzonden', 1, 'permanent-failure', 'binnen', 'voor', 'zelfde', 'centraal',
+    'niet-bezorgbaar', 'niet-bezorgbaar', 'onbereikbaar', '{ongeldig-melden}'
+),
+(
+    6, 'verzonden', 1, 'temporary-failure', 'binnen', 'voor', 'zelfde', 'decentraal',
+    'herverzenden', 'verzonden', NULL, '{verzenden}'
+),
+(
+    7, 'verzonden', 1, 'technical-failure', 'binnen', 'voor', 'duplicaat', 'decentraal',
+    'herverzenden', 'verzonden', NULL, '{verzenden}'
+),
+(
+    8, 'verzonden', 1, 'temporary-failure', 'binnen', 'na', 'zelfde', 'decentraal',
+    'verlopen', 'verlopen', 'verlopen', '{}'
+),
+(
+    9, 'verzonden', 1, 'technical-failure', 'binnen', 'na', 'zelfde', 'decentraal',
+    'verlopen', 'verlopen', 'verlopen', '{}'
+),
+(
+    10, 'in-verzending', 1, 'permanent-failure', 'binnen', 'voor', 'geen', 'centraal',
+    'niet-bezorgbaar', 'niet-bezorgbaar', 'onbereikbaar', '{ongeldig-melden,verzenden}'
+),
+(
+    11, 'in-verzending', 1, 'temporary-failure', 'binnen', 'voor', 'geen', 'decentraal',
+    'herverzenden', 'verzonden', NULL, '{verzenden}'
+),
 -- running attempt 2
-(12, 'verzonden', 2, 'delivered', 'binnen', 'voor', 'zelfde', 'decentraal',
-    'bezorgd', 'bezorgd', NULL, '{vaststellen}'),
-(13, 'verzonden', 2, 'temporary-failure', 'binnen', 'voor', 'zelfde', 'decentraal',
-    'niet-bezorgbaar', 'niet-bezorgbaar', 'onbereikbaar', '{}'),
-(14, 'verzonden', 2, 'technical-failure', 'binnen', 'voor', 'zelfde', 'decentraal',
-    'technisch-mislukt', 'technisch-mislukt', 'technisch', '{}'),
-(15, 'verzonden', 2, 'permanent-failure', 'binnen', 'na', 'duplicaat', 'decentraal',
-    'niet-bezorgbaar', 'niet-bezorgbaar', 'onbereikbaar', '{}'),
-(16, 'verzonden', 2, 'temporary-failure', 'binnen', 'na', 'zelfde', 'decentraal',
-    'niet-bezorgbaar', 'niet-bezorgbaar', 'onbereikbaar', '{}'),
+(
+    12, 'verzonden', 2, 'delivered', 'binnen', 'voor', 'zelfde', 'decentraal',
+    'bezorgd', 'bezorgd', NULL, '{vaststellen}'
+),
+(
+    13, 'verzonden', 2, 'temporary-failure', 'binnen', 'voor', 'zelfde', 'decentraal',
+    'niet-bezorgbaar', 'niet-bezorgbaar', 'onbereikbaar', '{}'
+),
+(
+    14, 'verzonden', 2, 'technical-failure', 'binnen', 'voor', 'zelfde', 'decentraal',
+    'technisch-mislukt', 'technisch-mislukt', 'technisch', '{}'
+),
+(
+    15, 'verzonden', 2, 'permanent-failure', 'binnen', 'na', 'duplicaat', 'decentraal',
+    'niet-bezorgbaar', 'niet-bezorgbaar', 'onbereikbaar', '{}'
+),
+(
+    16, 'verzonden', 2, 'temporary-failure', 'binnen', 'na', 'zelfde', 'decentraal',
+    'niet-bezorgbaar', 'niet-bezorgbaar', 'onbereikbaar', '{}'
+),
 -- bezorgd: failures on the attempt it rests on, inside and outside the term
-(17, 'bezorgd', 1, 'temporary-failure', 'binnen', 'voor', 'zelfde', 'decentraal',
-    'herverzenden', 'verzonden', NULL, '{verzenden}'),
-(18, 'bezorgd', 1, 'permanent-failure', 'binnen', 'voor', 'zelfde', 'decentraal',
-    'niet-bezorgbaar', 'niet-bezorgbaar', 'onbereikbaar', '{}'),
-(19, 'bezorgd', 1, 'temporary-failure', 'binnen', 'na', 'zelfde', 'decentraal',
-    'verlopen', 'verlopen', 'verlopen', '{}'),
-(20, 'bezorgd', 1, 'technical-failure', 'binnen', 'voor', 'zelfde', 'decentraal',
-    'vastgelegd', 'bezorgd', NULL, '{vaststellen}'),
-(21, 'bezorgd', 1, 'temporary-failure', 'buiten', 'voor', 'zelfde', 'decentraal',
-    'vastgelegd', 'bezorgd', NULL, '{vaststellen}'),
-(22, 'bezorgd', 1, 'permanent-failure', 'buiten', 'voor', 'zelfde', 'centraal',
-    'vastgelegd', 'bezorgd', NULL, '{ongeldig-melden,vaststellen}'),
-(23, 'bezorgd', 2, 'temporary-failure', 'binnen', 'voor', 'duplicaat', 'decentraal',
-    'niet-bezorgbaar', 'niet-bezorgbaar', 'onbereikbaar', '{}'),
-(24, 'bezorgd', 1, 'delivered', 'binnen', 'voor', 'zelfde', 'decentraal',
-    'vastgelegd', 'bezorgd', NULL, '{vaststellen}'),
+(
+    17, 'bezorgd', 1, 'temporary-failure', 'binnen', 'voor', 'zelfde', 'decentraal',
+    'herverzenden', 'verzonden', NULL, '{verzenden}'
+),
+(
+    18, 'bezorgd', 1, 'permanent-failure', 'binnen', 'voor', 'zelfde', 'decentraal',
+    'niet-bezorgbaar', 'niet-bezorgbaar', 'onbereikbaar', '{}'
+),
+(
+    19, 'bezorgd', 1, 'temporary-failure', 'binnen', 'na', 'zelfde', 'decentraal',
+    'verlopen', 'verlopen', 'verlopen', '{}'
+),
+(
+    20, 'bezorgd', 1, 'technical-failure', 'binnen', 'voor', 'zelfde', 'decentraal',
+    'vastgelegd', 'bezorgd', NULL, '{vaststellen}'
+),
+(
+    21, 'bezorgd', 1, 'temporary-failure', 'buiten', 'voor', 'zelfde', 'decentraal',
+    'vastgelegd', 'bezorgd', NULL, '{vaststellen}'
+),
+(
+    22, 'bezorgd', 1, 'permanent-failure', 'buiten', 'voor', 'zelfde', 'centraal',
+    'vastgelegd', 'bezorgd', NULL, '{ongeldig-melden,vaststellen}'
+),
+(
+    23, 'bezorgd', 2, 'temporary-failure', 'binnen', 'voor', 'duplicaat', 'decentraal',
+    'niet-bezorgbaar', 'niet-bezorgbaar', 'onbereikbaar', '{}'
+),
+(
+    24, 'bezorgd', 1, 'delivered', 'binnen', 'voor', 'zelfde', 'decentraal',
+    'vastgelegd', 'bezorgd', NULL, '{vaststellen}'
+),
 -- bezorgstatus-onbekend: a late receipt may still correct it, but never resends
-(25, 'bezorgstatus-onbekend', 1, 'delivered', 'binnen', 'voor', 'zelfde', 'decentraal',
-    'bezorgd', 'bezorgd', NULL, '{vaststellen}'),
-(26, 'bezorgstatus-onbekend', 1, 'permanent-failure', 'binnen', 'voor', 'zelfde', 'decentraal',
-    'niet-bezorgbaar', 'niet-bezorgbaar', 'onbereikbaar', '{}'),
-(27, 'bezorgstatus-onbekend', 1, 'temporary-failure', 'binnen', 'voor', 'zelfde', 'decentraal',
-    'vastgelegd', 'bezorgstatus-onbekend', NULL, '{}'),
-(28, 'bezorgstatus-onbekend', 2, 'technical-failure', 'binnen', 'voor', 'zelfde', 'decentraal',
-    'vastgelegd', 'bezorgstatus-onbekend', NULL, '{}'),
+(
+    25, 'bezorgstatus-onbekend', 1, 'delivered', 'binnen', 'voor', 'zelfde', 'decentraal',
+    'bezorgd', 'bezorgd', NULL, '{vaststellen}'
+),
+(
+    26, 'bezorgstatus-onbekend', 1, 'permanent-failure', 'binnen', 'voor', 'zelfde', 'decentraal',
+    'niet-bezorgbaar', 'niet-bezorgbaar', 'onbereikbaar', '{}'
+),
+(
+    27, 'bezorgstatus-onbekend', 1, 'temporary-failure', 'binnen', 'voor', 'zelfde', 'decentraal',
+    'vastgelegd', 'bezorgstatus-onbekend', NULL, '{}'
+),
+(
+    28, 'bezorgstatus-onbekend', 2, 'technical-failure', 'binnen', 'voor', 'zelfde', 'decentraal',
+    'vastgelegd', 'bezorgstatus-onbekend', NULL, '{}'
+),
 -- other terminal statuses absorb
-(29, 'niet-bezorgbaar', 1, 'delivered', 'binnen', 'voor', 'zelfde', 'decentraal',
-    'vastgelegd', 'niet-bezorgbaar', 'onbereikbaar', '{}'),
-(30, 'definitief-bezorgd', 1, 'permanent-failure', 'binnen', 'voor', 'zelfde', 'decentraal',
-    'vastgelegd', 'definitief-bezorgd', NULL, '{vaststellen}'),
+(
+    29, 'niet-bezorgbaar', 1, 'delivered', 'binnen', 'voor', 'zelfde', 'decentraal',
+    'vastgelegd', 'niet-bezorgbaar', 'onbereikbaar', '{}'
+),
+(
+    30, 'definitief-bezorgd', 1, 'permanent-failure', 'binnen', 'voor', 'zelfde', 'decentraal',
+    'vastgelegd', 'definitief-bezorgd', NULL, '{vaststellen}'
+),
 -- statuses that cause no transition
-(31, 'verzonden', 1, 'sending', 'binnen', 'voor', 'zelfde', 'decentraal',
-    'niet-definitief', 'verzonden', NULL, '{reconciliëren}'),
-(32, 'verzonden', 1, 'bounced-maybe', 'binnen', 'voor', 'zelfde', 'decentraal',
-    'onbekende-status', 'verzonden', NULL, '{reconciliëren}');
+(
+    31, 'verzonden', 1, 'sending', 'binnen', 'voor', 'zelfde', 'decentraal',
+    'niet-definitief', 'verzonden', NULL, '{reconciliëren}'
+),
+(
+    32, 'verzonden', 1, 'bounced-maybe', 'binnen', 'voor', 'zelfde', 'decentraal',
+    'onbekende-status', 'verzonden', NULL, '{reconciliëren}'
+);
 
 UPDATE geval SET poging = pg_temp.scenario(n_status, nummer, id, regie, term);
 -- Moving geldig_tot into the past where the case says so.
@@ -138,38 +204,49 @@ FROM nmc.poging AS p, geval AS g
 WHERE p.id = g.poging AND n.id = p.notificatie_id AND g.geldig = 'na';
 UPDATE geval AS g SET resultaat = nmc.apply_receipt(
     g.poging,
-    CASE g.id WHEN 'zelfde' THEN (SELECT p.notifynl_id FROM nmc.poging AS p WHERE p.id = g.poging)
-        ELSE gen_random_uuid() END,
+    CASE g.id
+        WHEN 'zelfde' THEN (SELECT p.notifynl_id FROM nmc.poging AS p WHERE p.id = g.poging)
+        ELSE gen_random_uuid()
+    END,
     g.receipt,
     nmc.now() - interval '1 minute',
     nmc.now() - interval '5 minutes'
 );
 
 -- 32 cases: the answer, the status and reason, and the open tasks afterwards.
-SELECT is(
-    g.resultaat || ' ' || n.status || ' ' || coalesce(n.reden::text, '-') || ' '
-        || (SELECT coalesce(array_agg(t.soort::text ORDER BY t.soort::text), '{}')::text
-            FROM nmc.taak AS t WHERE t.notificatie_id = n.id AND t.staat IN ('open', 'claimed')),
-    g.want_resultaat || ' ' || g.want_status || ' ' || coalesce(g.want_reden, '-') || ' '
+SELECT
+    is(
+        g.resultaat || ' ' || n.status || ' ' || coalesce(n.reden::text, '-') || ' '
+        || (
+            SELECT coalesce(array_agg(t.soort::text ORDER BY t.soort::text), '{}')::text
+            FROM nmc.taak AS t WHERE t.notificatie_id = n.id AND t.staat IN ('open', 'claimed')
+        ),
+        g.want_resultaat || ' ' || g.want_status || ' ' || coalesce(g.want_reden, '-') || ' '
         || g.want_taken,
-    format('case %s: %s on attempt %s of a %s notification (%s term, %s geldig_tot, %s id, %s)',
-        g.nr, g.receipt, g.nummer, g.n_status, g.term, g.geldig, g.id, g.regie)
-)
+        format(
+            'case %s: %s on attempt %s of a %s notification (%s term, %s geldig_tot, %s id, %s)',
+            g.nr, g.receipt, g.nummer, g.n_status, g.term, g.geldig, g.id, g.regie
+        )
+    )
 FROM geval AS g
-INNER JOIN nmc.poging AS p ON p.id = g.poging
-INNER JOIN nmc.notificatie AS n ON n.id = p.notificatie_id
+INNER JOIN nmc.poging AS p ON g.poging = p.id
+INNER JOIN nmc.notificatie AS n ON p.notificatie_id = n.id
 ORDER BY g.nr;
 
 -- What the receipts left on the attempts.
 SELECT is(
-    (SELECT count(*)::integer FROM geval AS g INNER JOIN nmc.poging AS p ON p.id = g.poging
-     WHERE g.id = 'duplicaat' AND cardinality(p.duplicaat_ids) = 1),
+    (
+        SELECT count(*)::integer FROM geval AS g INNER JOIN nmc.poging AS p ON g.poging = p.id
+        WHERE g.id = 'duplicaat' AND cardinality(p.duplicaat_ids) = 1
+    ),
     (SELECT count(*)::integer FROM geval WHERE id = 'duplicaat'),
     'an unknown NotifyNL id is kept as a duplicate id of the attempt'
 );
 SELECT is(
-    (SELECT count(*)::integer FROM geval AS g INNER JOIN nmc.poging AS p ON p.id = g.poging
-     WHERE g.id = 'geen' AND p.notifynl_id IS NOT NULL AND cardinality(p.duplicaat_ids) = 0),
+    (
+        SELECT count(*)::integer FROM geval AS g INNER JOIN nmc.poging AS p ON g.poging = p.id
+        WHERE g.id = 'geen' AND p.notifynl_id IS NOT NULL AND cardinality(p.duplicaat_ids) = 0
+    ),
     3,
     'an attempt without id takes the id from the receipt'
 );
@@ -182,14 +259,18 @@ SELECT results_eq(
     'without a committed id, the receipt first commits the send on the worker''s behalf'
 );
 SELECT is(
-    (SELECT p.status::text || ' ' || p.laatste_receipt_status FROM geval AS g
-     INNER JOIN nmc.poging AS p ON p.id = g.poging WHERE g.nr = 21),
+    (
+        SELECT p.status::text || ' ' || p.laatste_receipt_status FROM geval AS g
+        INNER JOIN nmc.poging AS p ON g.poging = p.id WHERE g.nr = 21
+    ),
     'tijdelijk-mislukt temporary-failure',
     'a receipt that changes nothing for the notification is recorded on the attempt'
 );
 SELECT is(
-    (SELECT p.laatste_receipt_status FROM geval AS g
-     INNER JOIN nmc.poging AS p ON p.id = g.poging WHERE g.nr = 32),
+    (
+        SELECT p.laatste_receipt_status FROM geval AS g
+        INNER JOIN nmc.poging AS p ON g.poging = p.id WHERE g.nr = 32
+    ),
     'bounced-maybe',
     'an unknown status is recorded on the attempt'
 );
@@ -199,37 +280,53 @@ SELECT is(
     'and counted'
 );
 SELECT ok(
-    (SELECT t.due = p.afgerond_op + interval '7 days 30 minutes'
-     FROM geval AS g INNER JOIN nmc.poging AS p ON p.id = g.poging
-     INNER JOIN nmc.taak AS t ON t.poging_id = p.id AND t.soort = 'vaststellen'
-     WHERE g.nr = 1),
+    (
+        SELECT t.due = p.afgerond_op + interval '7 days 30 minutes'
+        FROM geval AS g INNER JOIN nmc.poging AS p ON g.poging = p.id
+        INNER JOIN nmc.taak AS t ON p.id = t.poging_id AND t.soort = 'vaststellen'
+        WHERE g.nr = 1
+    ),
     'settlement is due at completed_at + 7 days + the callback window'
 );
 SELECT is(
-    (SELECT count(*)::integer FROM geval AS g INNER JOIN nmc.poging AS p ON p.id = g.poging
-     INNER JOIN nmc.taak AS t ON t.notificatie_id = p.notificatie_id
-     WHERE g.nr IN (17, 18) AND t.soort = 'vaststellen' AND t.staat = 'done'),
+    (
+        SELECT count(*)::integer FROM geval AS g INNER JOIN nmc.poging AS p ON g.poging = p.id
+        INNER JOIN nmc.taak AS t ON p.notificatie_id = t.notificatie_id
+        WHERE g.nr IN (17, 18) AND t.soort = 'vaststellen' AND t.staat = 'done'
+    ),
     2,
     'a failure within the term closes the open settlement task'
 );
 
 -- Ordering: an older receipt never overrides a newer one.
 SELECT pg_temp.scenario('verzonden', 1, 'zelfde', 'decentraal', 'binnen') AS o \gset
-SELECT is(nmc.apply_receipt(:'o', NULL, 'delivered', nmc.now() - interval '1 hour', NULL),
-    'bezorgd', 'a delivered receipt (completed an hour ago) arrives first');
-SELECT is(nmc.apply_receipt(:'o', NULL, 'permanent-failure', nmc.now() - interval '2 hours', NULL),
-    'ouder', 'an older failure arriving later is ignored');
-SELECT is((SELECT status::text FROM nmc.poging WHERE id = :'o'), 'bezorgd',
-    'the attempt keeps the newer outcome');
-SELECT is(nmc.apply_receipt(:'o', NULL, 'permanent-failure', nmc.now() + interval '3 days', NULL),
-    'niet-bezorgbaar', 'a completed_at in the future is capped at the NMC clock, and counts');
+SELECT is(
+    nmc.apply_receipt(:'o', NULL, 'delivered', nmc.now() - interval '1 hour', NULL),
+    'bezorgd', 'a delivered receipt (completed an hour ago) arrives first'
+);
+SELECT is(
+    nmc.apply_receipt(:'o', NULL, 'permanent-failure', nmc.now() - interval '2 hours', NULL),
+    'ouder', 'an older failure arriving later is ignored'
+);
+SELECT is(
+    (SELECT status::text FROM nmc.poging WHERE id = :'o'), 'bezorgd',
+    'the attempt keeps the newer outcome'
+);
+SELECT is(
+    nmc.apply_receipt(:'o', NULL, 'permanent-failure', nmc.now() + interval '3 days', NULL),
+    'niet-bezorgbaar', 'a completed_at in the future is capped at the NMC clock, and counts'
+);
 SELECT pg_temp.scenario('verzonden', 1, 'zelfde', 'decentraal', 'binnen') AS o2 \gset
 SELECT nmc.apply_receipt(:'o2', NULL, 'temporary-failure', nmc.now() - interval '2 hours', NULL);
-SELECT is(nmc.apply_receipt(:'o2', NULL, 'delivered', nmc.now() - interval '1 hour', NULL),
-    'bezorgd', 'a newer delivered after a temporary failure on attempt 1 wins');
 SELECT is(
-    (SELECT count(*)::integer FROM nmc.claim_verzenden('w', 1000) AS c
-     WHERE c.notificatie_id = (SELECT notificatie_id FROM nmc.poging WHERE id = :'o2')),
+    nmc.apply_receipt(:'o2', NULL, 'delivered', nmc.now() - interval '1 hour', NULL),
+    'bezorgd', 'a newer delivered after a temporary failure on attempt 1 wins'
+);
+SELECT is(
+    (
+        SELECT count(*)::integer FROM nmc.claim_verzenden('w', 1000) AS c
+        WHERE c.notificatie_id = (SELECT p.notificatie_id FROM nmc.poging AS p WHERE p.id = :'o2')
+    ),
     0,
     'and the resend it had planned is closed without sending'
 );

@@ -34,15 +34,20 @@ SELECT is(
 
 -- Every other status refuses, with its status in DETAIL.
 CREATE TEMP TABLE ander_status AS
-SELECT s::nmc.notificatie_status AS status, pg_temp.nieuwe_notificatie() AS id
-FROM unnest(ARRAY['in-verzending', 'verzonden', 'bezorgd', 'definitief-bezorgd',
-    'niet-bezorgbaar', 'technisch-mislukt', 'bezorgstatus-onbekend', 'verlopen']) AS s;
+SELECT
+    s::nmc.notificatie_status AS status,
+    pg_temp.nieuwe_notificatie() AS id
+FROM unnest(ARRAY[
+    'in-verzending', 'verzonden', 'bezorgd', 'definitief-bezorgd',
+    'niet-bezorgbaar', 'technisch-mislukt', 'bezorgstatus-onbekend', 'verlopen'
+]) AS s;
 SELECT pg_temp.naar_status(id, status) FROM ander_status;
-SELECT is(
-    pg_temp.fout(format('SELECT nmc.cancel_notificatie(1001, %L)', a.id)),
-    'NM006:' || a.status,
-    'cancel refused in status ' || a.status
-)
+SELECT
+    is(
+        pg_temp.fout(format('SELECT nmc.cancel_notificatie(1001, %L)', a.id)),
+        'NM006:' || a.status,
+        'cancel refused in status ' || a.status
+    )
 FROM ander_status AS a;
 
 SELECT pg_temp.nieuwe_notificatie() AS ander \gset

@@ -4,13 +4,19 @@ SELECT plan(27);
 \ir fixtures/setup.sql
 
 INSERT INTO nmc.taak (soort, dv_id, due, aangemaakt_op)
-SELECT 'ongeldig-melden', 1001, nmc.now() - interval '1 minute', nmc.now()
+SELECT
+    'ongeldig-melden',
+    1001,
+    nmc.now() - interval '1 minute',
+    nmc.now()
 FROM generate_series(1, 3);
 
 CREATE TEMP TABLE c1 AS SELECT * FROM nmc.claim_taken('ongeldig-melden', 'worker-a', 2);
 SELECT is((SELECT count(*)::integer FROM c1), 2, 'a claim takes up to its batch');
-SELECT ok((SELECT bool_and(claim_epoch = 1 AND NOT herclaim) FROM c1),
-    'a first claim gives epoch 1, not a re-claim');
+SELECT ok(
+    (SELECT bool_and(claim_epoch = 1 AND NOT herclaim) FROM c1),
+    'a first claim gives epoch 1, not a re-claim'
+);
 SELECT results_eq(
     $$SELECT staat::text, lease_eigenaar, lease_tot = nmc.now() + interval '2 minutes'
       FROM nmc.taak WHERE id IN (SELECT taak_id FROM c1)$$,
@@ -33,10 +39,14 @@ SELECT taak_id AS t2 FROM c1 ORDER BY taak_id DESC LIMIT 1 \gset
 
 -- Lease extension, and the lease running out.
 SELECT nmc.advance_clock('90 seconds');
-SELECT is(nmc.extend_lease(:t1, 1), nmc.now() + interval '2 minutes',
-    'extending the lease moves it to now + 2 minutes');
-SELECT throws_ok(format('SELECT nmc.extend_lease(%s, 2)', :t1), 'NM011', NULL,
-    'extending with another epoch is refused (NM011)');
+SELECT is(
+    nmc.extend_lease(:t1, 1), nmc.now() + interval '2 minutes',
+    'extending the lease moves it to now + 2 minutes'
+);
+SELECT throws_ok(
+    format('SELECT nmc.extend_lease(%s, 2)', :t1), 'NM011', NULL,
+    'extending with another epoch is refused (NM011)'
+);
 SELECT nmc.advance_clock('1 minute');
 CREATE TEMP TABLE c2 AS SELECT * FROM nmc.claim_taken('ongeldig-melden', 'worker-c', 5);
 SELECT results_eq(
@@ -45,16 +55,22 @@ SELECT results_eq(
     $$VALUES (2, true, false, true)$$,
     'the tasks whose lease ran out are re-claimed with a higher epoch; the extended one not'
 );
-SELECT throws_ok(format('SELECT nmc.finish_taak(%s, 1)', :t2), 'NM011', NULL,
-    'the old owner''s finish is refused once another claim took over (NM011)');
+SELECT throws_ok(
+    format('SELECT nmc.finish_taak(%s, 1)', :t2), 'NM011', NULL,
+    'the old owner''s finish is refused once another claim took over (NM011)'
+);
 SELECT lives_ok(format('SELECT nmc.finish_taak(%s, 2)', :t2), 'the new owner finishes');
 SELECT results_eq(
-    format('SELECT staat::text, lease_tot, afgerond_op = nmc.now() FROM nmc.taak WHERE id = %s', :t2),
+    format(
+        'SELECT staat::text, lease_tot, afgerond_op = nmc.now() FROM nmc.taak WHERE id = %s', :t2
+    ),
     $$VALUES ('done', NULL::timestamptz, true)$$,
     'a finished task is done, without a lease'
 );
-SELECT throws_ok(format('SELECT nmc.finish_taak(%s, 2)', :t2), 'NM011', NULL,
-    'finishing twice is refused (NM011)');
+SELECT throws_ok(
+    format('SELECT nmc.finish_taak(%s, 2)', :t2), 'NM011', NULL,
+    'finishing twice is refused (NM011)'
+);
 
 -- Deferral: growing backoff, no attempt counted.
 SELECT is(nmc.defer_taak(:t1, 1, 'http-503'), 'uitgesteld', 'an outage defers the task');
@@ -103,24 +119,37 @@ SELECT is_empty(
 
 -- Batch finish skips stale epochs and says which it finished.
 INSERT INTO nmc.taak (soort, dv_id, due, aangemaakt_op)
-SELECT 'ongeldig-melden', 1002, nmc.now(), nmc.now() FROM generate_series(1, 3);
+SELECT
+    'ongeldig-melden',
+    1002,
+    nmc.now(),
+    nmc.now()
+FROM generate_series(1, 3);
 CREATE TEMP TABLE c3 AS SELECT * FROM nmc.claim_taken('ongeldig-melden', 'w', 3);
 SELECT is(
     nmc.finish_taken(
-        ARRAY(SELECT taak_id FROM c3 ORDER BY taak_id),
-        ARRAY(SELECT CASE WHEN taak_id = (SELECT min(taak_id) FROM c3) THEN 99 ELSE claim_epoch END
-              FROM c3 ORDER BY taak_id)
+        array(SELECT taak_id FROM c3 ORDER BY taak_id),
+        array(
+            SELECT
+                CASE
+                    WHEN k.taak_id = (SELECT min(m.taak_id) FROM c3 AS m) THEN 99
+                    ELSE k.claim_epoch
+                END
+            FROM c3 AS k ORDER BY k.taak_id
+        )
     ),
-    ARRAY(SELECT taak_id FROM c3 ORDER BY taak_id OFFSET 1),
+    array(SELECT taak_id FROM c3 ORDER BY taak_id OFFSET 1),
     'finish_taken finishes the tasks it holds and leaves a stale one alone'
 );
 SELECT is(
-    (SELECT staat::text FROM nmc.taak WHERE id = (SELECT min(taak_id) FROM c3)),
+    (SELECT t.staat::text FROM nmc.taak AS t WHERE t.id = (SELECT min(m.taak_id) FROM c3 AS m)),
     'claimed',
     'the stale one is untouched'
 );
-SELECT throws_ok(format('SELECT nmc.defer_taak(%s, 99)', (SELECT min(taak_id) FROM c3)),
-    'NM011', NULL, 'defer with a stale epoch is refused (NM011)');
+SELECT throws_ok(
+    format('SELECT nmc.defer_taak(%s, 99)', (SELECT min(taak_id) FROM c3)),
+    'NM011', NULL, 'defer with a stale epoch is refused (NM011)'
+);
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -54,7 +54,11 @@ SELECT results_eq(
 );
 
 -- Past geldig_tot at the claim: verlopen straight from aangenomen.
-SELECT pg_temp.nieuwe_notificatie(p_dvref => 'te-laat', p_geldig_tot => nmc.now() + interval '1 hour') AS laat \gset
+SELECT
+    pg_temp.nieuwe_notificatie(
+        p_dvref => 'te-laat', p_geldig_tot => nmc.now() + interval '1 hour'
+    ) AS laat
+\gset
 SELECT nmc.advance_clock('2 hours');
 SELECT is_empty(
     format($$SELECT * FROM nmc.claim_verzenden('w', 20) WHERE notificatie_id = %L$$, :'laat'),
@@ -83,7 +87,10 @@ SELECT is((SELECT versie FROM nmc.notificatie WHERE id = :'bez'), 4, 'and the ve
 
 -- A resend: verzonden with attempt 1 failed -> verzonden -> verzonden with attempt 2.
 SELECT pg_temp.nieuwe_notificatie(p_dvref => 'resend') AS rs \gset
-SELECT taak_id AS rt, claim_epoch AS re FROM nmc.claim_verzenden('w', 20)
+SELECT
+    taak_id AS rt,
+    claim_epoch AS re
+FROM nmc.claim_verzenden('w', 20)
 WHERE notificatie_id = :'rs' \gset
 SELECT nmc.finish_verzenden(:rt, :re, 'verzonden', 'e0e0e0e0-0000-4000-8000-000000000001');
 UPDATE nmc.poging SET status = 'tijdelijk-mislukt' WHERE notificatie_id = :'rs';
@@ -112,7 +119,10 @@ SELECT is_empty(
 );
 -- A running attempt blocks a resend.
 SELECT pg_temp.nieuwe_notificatie(p_dvref => 'loopt') AS lp \gset
-SELECT taak_id AS lt, claim_epoch AS le FROM nmc.claim_verzenden('w', 20)
+SELECT
+    taak_id AS lt,
+    claim_epoch AS le
+FROM nmc.claim_verzenden('w', 20)
 WHERE notificatie_id = :'lp' \gset
 SELECT nmc.finish_verzenden(:lt, :le, 'verzonden', 'e0e0e0e0-0000-4000-8000-000000000002');
 INSERT INTO nmc.taak (soort, dv_id, notificatie_id, due, aangemaakt_op)
@@ -131,10 +141,14 @@ SELECT pg_temp.nieuwe_notificatie(1001) FROM generate_series(1, 30);
 SELECT pg_temp.nieuwe_notificatie(1002, p_berichttype => 'herinnering') FROM generate_series(1, 3);
 CREATE TEMP TABLE k1 AS SELECT * FROM nmc.claim_verzenden('w', 20);
 SELECT is((SELECT count(*)::integer FROM k1), 8, 'a claim gets min(backlog, tokens): 8 of 20');
-SELECT is((SELECT count(*)::integer FROM k1 WHERE dv_id = 1002), 3,
-    'the small DV is served within the cut (round robin by rank)');
-SELECT is((SELECT count(*)::integer FROM nmc.claim_verzenden('w', 20)), 0,
-    'with the window used up nothing more is claimed');
+SELECT is(
+    (SELECT count(*)::integer FROM k1 WHERE dv_id = 1002), 3,
+    'the small DV is served within the cut (round robin by rank)'
+);
+SELECT is(
+    (SELECT count(*)::integer FROM nmc.claim_verzenden('w', 20)), 0,
+    'with the window used up nothing more is claimed'
+);
 SELECT is(
     (SELECT count(*)::integer FROM nmc.notificatie WHERE status = 'aangenomen'),
     25,
@@ -146,8 +160,10 @@ SELECT is(
     'with their send tasks open'
 );
 SELECT nmc.advance_clock('1 minute');
-SELECT is((SELECT count(*)::integer FROM nmc.claim_verzenden('w', 20)), 8,
-    'the next window grants the next 8');
+SELECT is(
+    (SELECT count(*)::integer FROM nmc.claim_verzenden('w', 20)), 8,
+    'the next window grants the next 8'
+);
 SELECT is(
     (SELECT max(gebruikt) FROM nmc.verzendbudget WHERE notify_service = 'krap'),
     8,

@@ -4,7 +4,9 @@ SELECT plan(20);
 \ir fixtures/setup.sql
 
 -- Accepts a notification and claims its send task.
-CREATE FUNCTION pg_temp.claim(p_ref text) RETURNS TABLE (taak bigint, epoch integer, poging uuid, id uuid)
+CREATE FUNCTION pg_temp.claim(p_ref text) RETURNS TABLE (
+    taak bigint, epoch integer, poging uuid, id uuid
+)
 LANGUAGE plpgsql AS $$
 DECLARE v_id uuid := pg_temp.nieuwe_notificatie(p_dvref => p_ref);
 BEGIN
@@ -15,8 +17,10 @@ END $$;
 -- 201: verzonden, NotifyNL id on the attempt, reconcile task +1 h.
 SELECT * FROM pg_temp.claim('ok') \gset ok_
 SELECT is(
-    nmc.finish_verzenden(:ok_taak, :ok_epoch, 'verzonden', 'e0e0e0e0-0000-4000-8000-00000000000a',
-        'f0f0f0f0-0000-4000-8000-00000000000a')::text,
+    nmc.finish_verzenden(
+        :ok_taak, :ok_epoch, 'verzonden', 'e0e0e0e0-0000-4000-8000-00000000000a',
+        'f0f0f0f0-0000-4000-8000-00000000000a'
+    )::text,
     'verzonden',
     'after the 201 the notification is verzonden'
 );
@@ -30,13 +34,17 @@ SELECT results_eq(
 SELECT results_eq(
     format($$SELECT soort::text, staat::text, poging_id::text, due = nmc.now() + interval '1 hour'
              FROM nmc.taak WHERE notificatie_id = %L ORDER BY id$$, :'ok_id'),
-    format($$VALUES ('verzenden', 'done', NULL, false), ('reconciliëren', 'open', %L, true)$$,
-        :'ok_poging'),
+    format(
+        $$VALUES ('verzenden', 'done', NULL, false), ('reconciliëren', 'open', %L, true)$$,
+        :'ok_poging'
+    ),
     'the send task is done and a reconcile task for the attempt is due in an hour'
 );
 SELECT throws_ok(
-    format($$SELECT nmc.finish_verzenden(%s, %s, 'verzonden', gen_random_uuid())$$,
-        :ok_taak, :ok_epoch),
+    format(
+        $$SELECT nmc.finish_verzenden(%s, %s, 'verzonden', gen_random_uuid())$$,
+        :ok_taak, :ok_epoch
+    ),
     'NM011', NULL,
     'committing twice is refused (NM011)'
 );
@@ -48,14 +56,18 @@ SELECT nmc.advance_clock('3 minutes');
 SELECT claim_epoch AS hc_epoch2 FROM nmc.claim_verzenden('w2', 20)
 WHERE notificatie_id = :'hc_id' \gset
 SELECT throws_ok(
-    format($$SELECT nmc.finish_verzenden(%s, %s, 'verzonden', gen_random_uuid())$$,
-        :hc_taak, :hc_epoch),
+    format(
+        $$SELECT nmc.finish_verzenden(%s, %s, 'verzonden', gen_random_uuid())$$,
+        :hc_taak, :hc_epoch
+    ),
     'NM011', NULL,
     'the commit with the lower epoch is refused'
 );
 SELECT is(
-    nmc.finish_verzenden(:hc_taak, :hc_epoch2, 'verzonden',
-        'e0e0e0e0-0000-4000-8000-00000000000b')::text,
+    nmc.finish_verzenden(
+        :hc_taak, :hc_epoch2, 'verzonden',
+        'e0e0e0e0-0000-4000-8000-00000000000b'
+    )::text,
     'verzonden',
     'the commit with the current epoch goes through'
 );
@@ -67,8 +79,10 @@ WHERE id = :'re_poging';
 SELECT nmc.transition_notificatie(:'re_id', 'verzonden');
 SELECT nmc.transition_notificatie(:'re_id', 'bezorgd');
 SELECT is(
-    nmc.finish_verzenden(:re_taak, :re_epoch, 'verzonden',
-        'e0e0e0e0-0000-4000-8000-00000000000c')::text,
+    nmc.finish_verzenden(
+        :re_taak, :re_epoch, 'verzonden',
+        'e0e0e0e0-0000-4000-8000-00000000000c'
+    )::text,
     'bezorgd',
     'a commit after the receipt changes no status'
 );
@@ -78,7 +92,11 @@ SELECT results_eq(
     'and leaves the attempt as the receipt made it'
 );
 SELECT is(
-    (SELECT count(*)::integer FROM nmc.taak WHERE notificatie_id = :'re_id' AND soort = 'reconciliëren'),
+    (
+        SELECT count(*)::integer
+        FROM nmc.taak
+        WHERE notificatie_id = :'re_id' AND soort = 'reconciliëren'
+    ),
     0,
     'no reconciliation for an attempt that already has its outcome'
 );
@@ -86,17 +104,22 @@ SELECT is(
 -- Another NotifyNL id for the same attempt (the first call did reach NotifyNL after all).
 SELECT * FROM pg_temp.claim('dubbel') \gset du_
 UPDATE nmc.poging SET notifynl_id = 'e0e0e0e0-0000-4000-8000-00000000000d' WHERE id = :'du_poging';
-SELECT nmc.finish_verzenden(:du_taak, :du_epoch, 'verzonden', 'e0e0e0e0-0000-4000-8000-00000000000e');
+SELECT
+    nmc.finish_verzenden(:du_taak, :du_epoch, 'verzonden', 'e0e0e0e0-0000-4000-8000-00000000000e');
 SELECT results_eq(
-    format('SELECT notifynl_id::text, duplicaat_ids::text FROM nmc.poging WHERE id = %L', :'du_poging'),
+    format(
+        'SELECT notifynl_id::text, duplicaat_ids::text FROM nmc.poging WHERE id = %L', :'du_poging'
+    ),
     $$VALUES ('e0e0e0e0-0000-4000-8000-00000000000d', '{e0e0e0e0-0000-4000-8000-00000000000e}')$$,
     'a second NotifyNL id is kept as a duplicate of the attempt'
 );
 
 -- NotifyNL 400: niet-bezorgbaar (onbereikbaar).
 SELECT * FROM pg_temp.claim('adres') \gset ad_
-SELECT is(nmc.finish_verzenden(:ad_taak, :ad_epoch, 'ongeldig-adres')::text, 'niet-bezorgbaar',
-    'an invalid address ends the notification');
+SELECT is(
+    nmc.finish_verzenden(:ad_taak, :ad_epoch, 'ongeldig-adres')::text, 'niet-bezorgbaar',
+    'an invalid address ends the notification'
+);
 SELECT results_eq(
     format('SELECT n.reden::text, p.status::text FROM nmc.notificatie AS n
             JOIN nmc.poging AS p ON p.notificatie_id = n.id WHERE n.id = %L', :'ad_id'),
@@ -106,8 +129,10 @@ SELECT results_eq(
 
 -- Profielservice: no e-mail -> niet-bezorgbaar (geen-contactgegevens), no attempt made.
 SELECT * FROM pg_temp.claim('geen') \gset gc_
-SELECT is(nmc.finish_verzenden(:gc_taak, :gc_epoch, 'geen-contactgegevens')::text,
-    'niet-bezorgbaar', 'no contact details ends the notification');
+SELECT is(
+    nmc.finish_verzenden(:gc_taak, :gc_epoch, 'geen-contactgegevens')::text,
+    'niet-bezorgbaar', 'no contact details ends the notification'
+);
 SELECT results_eq(
     format('SELECT reden::text, (SELECT count(*)::integer FROM nmc.poging WHERE notificatie_id = %L)
             FROM nmc.notificatie WHERE id = %L', :'gc_id', :'gc_id'),
@@ -123,18 +148,24 @@ SELECT throws_ok(
     'verlopen before geldig_tot is refused (NM014)'
 );
 SELECT nmc.advance_clock('4 days');
-SELECT is(nmc.finish_verzenden(:la_taak, :la_epoch, 'verlopen')::text, 'verlopen',
-    'after geldig_tot the send ends in verlopen');
+SELECT is(
+    nmc.finish_verzenden(:la_taak, :la_epoch, 'verlopen')::text, 'verlopen',
+    'after geldig_tot the send ends in verlopen'
+);
 
 -- Deferral past geldig_tot, and exhaustion of a send.
 SELECT * FROM pg_temp.claim('storing') \gset st_
 UPDATE nmc.notificatie SET geldig_tot = nmc.now() + interval '3 seconds' WHERE id = :'st_id';
-SELECT is(nmc.defer_taak(:st_taak, :st_epoch, 'http-503'), 'verlopen',
-    'a deferral that would pass geldig_tot ends the notification in verlopen');
+SELECT is(
+    nmc.defer_taak(:st_taak, :st_epoch, 'http-503'), 'verlopen',
+    'a deferral that would pass geldig_tot ends the notification in verlopen'
+);
 SELECT * FROM pg_temp.claim('kapot') \gset ka_
 UPDATE nmc.taak SET pogingen = 4 WHERE id = :ka_taak;
-SELECT is(nmc.fail_taak(:ka_taak, :ka_epoch, 'bug'), 'technisch-mislukt',
-    'an exhausted send task ends the notification');
+SELECT is(
+    nmc.fail_taak(:ka_taak, :ka_epoch, 'bug'), 'technisch-mislukt',
+    'an exhausted send task ends the notification'
+);
 SELECT results_eq(
     format('SELECT n.status::text, n.reden::text, t.staat::text FROM nmc.notificatie AS n
             JOIN nmc.taak AS t ON t.notificatie_id = n.id WHERE n.id = %L', :'ka_id'),

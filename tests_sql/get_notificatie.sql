@@ -11,8 +11,10 @@ VALUES (gen_random_uuid(), :'id', 1, 'verzonden', '2026-11-30 10:00:00+00', nmc.
 SELECT nmc.get_notificatie(1001, :'id') AS j \gset
 SELECT is(
     (:'j'::jsonb) - 'aangenomenOp' - 'bijgewerktOp' - 'geldigTot' - 'pogingen',
-    jsonb_build_object('notificatieId', :'id', 'berichtType', 'aanslag', 'regie', 'decentraal',
-        'status', 'verzonden', 'reden', NULL, 'versie', 3),
+    jsonb_build_object(
+        'notificatieId', :'id', 'berichtType', 'aanslag', 'regie', 'decentraal',
+        'status', 'verzonden', 'reden', NULL, 'versie', 3
+    ),
     'the status carries id, berichttype, regie, status, reden and version'
 );
 SELECT is(
@@ -54,8 +56,11 @@ SELECT is_empty(
 );
 SELECT pg_temp.nieuwe_notificatie(p_dvref => 'ref-' || i) FROM generate_series(1, 5) AS i;
 SELECT is(
-    (SELECT count(*)::integer FROM nmc.find_notificaties(1001,
-        ARRAY(SELECT pg_temp.b32('ref-' || i) FROM generate_series(1, 5) AS i), 3)),
+    (SELECT count(
+        *)::integer FROM nmc.find_notificaties(
+        1001,
+        array(SELECT pg_temp.b32('ref-' || i) FROM generate_series(1, 5) AS i), 3
+    )),
     3,
     'the page size limits the answer'
 );

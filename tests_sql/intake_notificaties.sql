@@ -8,8 +8,8 @@ SELECT nmc.advance_clock('1 hour');
 
 -- A batch call with every array built from one set of items.
 CREATE FUNCTION pg_temp.batch(
-    p_dv integer, p_regie nmc.regie, p_berichttypen text [], p_dvrefs text [],
-    p_payloads text [], p_geldig_tot timestamptz [] DEFAULT NULL
+    p_dv integer, p_regie nmc.regie, p_berichttypen text[], p_dvrefs text[],
+    p_payloads text[], p_geldig_tot timestamptz[] DEFAULT NULL
 ) RETURNS TABLE (item integer, notificatie_id uuid, nieuw boolean)
 LANGUAGE sql AS $$
     SELECT * FROM nmc.intake_notificaties(
@@ -28,13 +28,16 @@ LANGUAGE sql AS $$
 $$;
 
 -- One notification.
-SELECT r.notificatie_id AS id, r.nieuw
+SELECT
+    r.notificatie_id AS id,
+    r.nieuw
 FROM nmc.intake_notificatie(
     'd0d0d0d0-0000-4000-8000-000000000001', 1001, 'aanslag', 'decentraal',
     pg_temp.b32('ref-1'), 1::smallint, pg_temp.b32('payload-1'), '\x0a', '\x0b', '\x0c',
     'kek-1', NULL, NULL, 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'
 ) AS r \gset
-SELECT is(:'id'::text, 'd0d0d0d0-0000-4000-8000-000000000001', 'intake keeps the id the shell chose');
+SELECT
+    is(:'id'::text, 'd0d0d0d0-0000-4000-8000-000000000001', 'intake keeps the id the shell chose');
 SELECT ok(:'nieuw'::boolean, 'and says it is new');
 SELECT results_eq(
     format($$SELECT status::text, versie, regie::text, berichttype, reden::text,
@@ -85,8 +88,11 @@ SELECT is(
     'the same dvRef with another payload is refused (NM007)'
 );
 SELECT is(
-    (SELECT count(*)::integer FROM pg_temp.batch(1002, 'decentraal', '{herinnering}',
-        '{ref-1}', '{payload-2}')),
+    (SELECT count(
+        *)::integer FROM pg_temp.batch(
+        1002, 'decentraal', '{herinnering}',
+        '{ref-1}', '{payload-2}'
+    )),
     1,
     'the same dvRef at another DV is another notification'
 );
@@ -100,8 +106,11 @@ SELECT results_eq(
     'a batch answers per item in order: new, new, a replay, a duplicate within the batch'
 );
 SELECT is(
-    (SELECT count(DISTINCT notificatie_id)::integer FROM pg_temp.batch(1001, 'decentraal',
-        '{aanslag,aanslag}', '{b-9,b-9}', '{p,p}')),
+    (SELECT count(
+        DISTINCT notificatie_id)::integer FROM pg_temp.batch(
+        1001, 'decentraal',
+        '{aanslag,aanslag}', '{b-9,b-9}', '{p,p}'
+    )),
     1,
     'a dvRef twice in one batch with the same payload is one notification'
 );
@@ -116,8 +125,10 @@ SELECT is(
     'and exactly one event'
 );
 SELECT is(
-    (SELECT count(*)::integer FROM nmc.notificatie
-     WHERE batch_id = 'c0c0c0c0-0000-4000-8000-000000000001'),
+    (
+        SELECT count(*)::integer FROM nmc.notificatie
+        WHERE batch_id = 'c0c0c0c0-0000-4000-8000-000000000001'
+    ),
     4,
     'the batch id groups what the batches stored (ref-1 at DV 2, b-1, b-2, b-9)'
 );
@@ -163,7 +174,7 @@ SELECT is(
     'NM008:0',
     'another DV''s berichttype is not allowed (NM008)'
 );
-UPDATE nmc.berichttype SET actief = false WHERE dv_id = 1001 AND code = 'alleen-centraal';
+UPDATE nmc.berichttype SET actief = FALSE WHERE dv_id = 1001 AND code = 'alleen-centraal';
 SELECT is(
     pg_temp.fout($$SELECT pg_temp.batch(1001, 'centraal', '{alleen-centraal}',
         '{g-5}', '{p}')$$),
@@ -182,8 +193,11 @@ SELECT is(
     'NM014:0',
     'geldig_tot beyond the berichttype maximum is refused (NM014)'
 );
-SELECT notificatie_id AS maxid FROM pg_temp.batch(1001, 'decentraal', '{aanslag}',
-    '{g-9}', '{p}', ARRAY[nmc.now() + interval '30 days']) \gset
+SELECT notificatie_id
+    AS maxid FROM pg_temp.batch(
+    1001, 'decentraal', '{aanslag}',
+    '{g-9}', '{p}', ARRAY[nmc.now() + interval '30 days']
+) \gset
 SELECT is(
     (SELECT geldig_tot - nmc.now() FROM nmc.notificatie WHERE id = :'maxid'),
     interval '30 days',

@@ -4,7 +4,11 @@ SELECT plan(9);
 \ir fixtures/setup.sql
 
 INSERT INTO nmc.dienstverlener (dv_id, oin, naam) OVERRIDING SYSTEM VALUE
-SELECT 2000 + i, lpad((2000 + i)::text, 20, '0'), 'DV ' || i FROM generate_series(1, 9) AS i;
+SELECT
+    2000 + i,
+    lpad((2000 + i)::text, 20, '0'),
+    'DV ' || i
+FROM generate_series(1, 9) AS i;
 
 -- One DV floods 1000 controle-like tasks (any per-DV kind will do: terugkoppelen is unique
 -- per DV, so use receipt-free ongeldig-melden without notification); nine DVs have 3 each.
@@ -20,8 +24,12 @@ SELECT pg_temp.taken(2000 + i, 3) FROM generate_series(1, 9) AS i;
 SELECT pg_temp.taken(1002, 50, '2 hours');  -- not due yet
 
 CREATE TEMP TABLE ronde AS
-SELECT l.taak_id, l.rang, t.dv_id FROM nmc.lock_due_taken('ongeldig-melden', 20) AS l
-INNER JOIN nmc.taak AS t ON t.id = l.taak_id;
+SELECT
+    l.taak_id,
+    l.rang,
+    t.dv_id
+FROM nmc.lock_due_taken('ongeldig-melden', 20) AS l
+INNER JOIN nmc.taak AS t ON l.taak_id = t.id;
 
 SELECT is((SELECT count(*)::integer FROM ronde), 20, 'a round takes the whole batch');
 SELECT is(
@@ -39,17 +47,27 @@ SELECT is_empty(
     'tasks not yet due are not taken'
 );
 SELECT ok(
-    (SELECT bool_and(t.due <= ALL (SELECT x.due FROM nmc.taak AS x
-        WHERE x.dv_id = r.dv_id AND x.soort = 'ongeldig-melden' AND x.id NOT IN
-        (SELECT taak_id FROM ronde)))
-     FROM ronde AS r INNER JOIN nmc.taak AS t ON t.id = r.taak_id),
+    (
+        SELECT
+            bool_and(t.due <= all(
+                SELECT x.due FROM nmc.taak AS x
+                WHERE
+                    x.dv_id = r.dv_id AND x.soort = 'ongeldig-melden' AND x.id NOT IN
+                    (SELECT r2.taak_id FROM ronde AS r2)
+            ))
+        FROM ronde AS r INNER JOIN nmc.taak AS t ON r.taak_id = t.id
+    ),
     'within a DV the oldest due tasks go first'
 );
 
 -- A big batch: shares first, then the flooding DV fills the rest.
 CREATE TEMP TABLE groot AS
-SELECT l.taak_id, l.rang, t.dv_id FROM nmc.lock_due_taken('ongeldig-melden', 100) AS l
-INNER JOIN nmc.taak AS t ON t.id = l.taak_id;
+SELECT
+    l.taak_id,
+    l.rang,
+    t.dv_id
+FROM nmc.lock_due_taken('ongeldig-melden', 100) AS l
+INNER JOIN nmc.taak AS t ON l.taak_id = t.id;
 SELECT is(
     (SELECT count(*)::integer FROM groot WHERE dv_id <> 1001),
     27,
@@ -62,7 +80,8 @@ SELECT is(
 );
 
 -- Expired leases come first, ranked 0.
-UPDATE nmc.taak SET staat = 'claimed', lease_tot = nmc.now() - interval '1 second',
+UPDATE nmc.taak SET
+    staat = 'claimed', lease_tot = nmc.now() - interval '1 second',
     lease_eigenaar = 'dood'
 WHERE id = (SELECT max(id) FROM nmc.taak WHERE dv_id = 1002);
 SELECT results_eq(

@@ -31,7 +31,12 @@ SELECT pg_temp.verzonden('a') AS a \gset
 SELECT is(pg_temp.due(:'a'), interval '1 hour', 'the send commit plans reconciliation at +1 h');
 SELECT is(pg_temp.antwoord(:'a', true, 'sending'), 'niet geclaimd', 'not claimed before it is due');
 SELECT nmc.advance_clock('1 hour');
-SELECT is(pg_temp.antwoord(:'a', true, 'sending'), 'opnieuw', 'at +1 h NotifyNL says sending: ask again');
+SELECT
+    is(
+        pg_temp.antwoord(:'a', true, 'sending'),
+        'opnieuw',
+        'at +1 h NotifyNL says sending: ask again'
+    );
 SELECT is(pg_temp.due(:'a'), interval '6 hours', 'next at +6 h');
 SELECT nmc.advance_clock('5 hours');
 SELECT is(pg_temp.antwoord(:'a', true, 'created'), 'opnieuw', 'at +6 h still nothing');
@@ -45,31 +50,47 @@ SELECT is(pg_temp.due(:'a'), interval '3 days', 'daily');
 SELECT nmc.advance_clock('4 days');
 SELECT pg_temp.antwoord(:'a', true, 'sending');
 SELECT is(
-    (SELECT status::text FROM nmc.notificatie WHERE id = (SELECT notificatie_id FROM nmc.poging WHERE id = :'a')),
+    (
+        SELECT n.status::text
+        FROM nmc.notificatie AS n
+        WHERE n.id = (SELECT p.notificatie_id FROM nmc.poging AS p WHERE p.id = :'a')
+    ),
     'bezorgstatus-onbekend',
     'when NotifyNL''s retention (7 days) ends without an outcome: bezorgstatus-onbekend'
 );
-SELECT is((SELECT status::text FROM nmc.poging WHERE id = :'a'), 'onbekend', 'the attempt is onbekend');
+SELECT
+    is(
+        (SELECT status::text FROM nmc.poging WHERE id = :'a'), 'onbekend', 'the attempt is onbekend'
+    );
 
 SELECT pg_temp.verzonden('b') AS b \gset
 SELECT nmc.advance_clock('1 hour');
-SELECT is(pg_temp.antwoord(:'b', false, NULL), 'bezorgstatus-onbekend',
-    'a 404 ends reconciliation in bezorgstatus-onbekend');
+SELECT is(
+    pg_temp.antwoord(:'b', false, null), 'bezorgstatus-onbekend',
+    'a 404 ends reconciliation in bezorgstatus-onbekend'
+);
 
 SELECT pg_temp.verzonden('c') AS c \gset
 SELECT nmc.advance_clock('1 hour');
-SELECT is(pg_temp.antwoord(:'c', true, 'delivered'), 'bezorgd',
-    'a final answer is judged exactly like a receipt');
 SELECT is(
-    (SELECT string_agg(soort::text || ':' || staat::text, ',' ORDER BY id) FROM nmc.taak
-     WHERE notificatie_id = (SELECT notificatie_id FROM nmc.poging WHERE id = :'c')),
+    pg_temp.antwoord(:'c', true, 'delivered'), 'bezorgd',
+    'a final answer is judged exactly like a receipt'
+);
+SELECT is(
+    (
+        SELECT string_agg(t.soort::text || ':' || t.staat::text, ',' ORDER BY t.id)
+        FROM nmc.taak AS t
+        WHERE t.notificatie_id = (SELECT p.notificatie_id FROM nmc.poging AS p WHERE p.id = :'c')
+    ),
     'verzenden:done,reconciliëren:done,vaststellen:open',
     'reconciliation is done and settlement planned'
 );
 
 SELECT pg_temp.verzonden('d') AS d \gset
-SELECT nmc.store_receipt(:'d', (SELECT notifynl_id FROM nmc.poging WHERE id = :'d'), 'delivered',
-    nmc.now(), NULL);
+SELECT nmc.store_receipt(
+    :'d', (SELECT notifynl_id FROM nmc.poging WHERE id = :'d'), 'delivered',
+    nmc.now(), null
+);
 SELECT nmc.process_receipts(10);
 SELECT is(
     (SELECT staat::text FROM nmc.taak WHERE poging_id = :'d' AND soort = 'reconciliëren'),
@@ -80,13 +101,19 @@ SELECT is(
 -- The budget share: 10% of 1400 = 140 a minute for reconciliation.
 SELECT pg_temp.verzonden('v' || i) FROM generate_series(1, 150) AS i;
 SELECT nmc.advance_clock('1 hour');
-SELECT is((SELECT count(*)::integer FROM nmc.claim_navraag('w', 1000)), 140,
-    'reconciliation takes at most its share of the window');
-SELECT is((SELECT count(*)::integer FROM nmc.claim_navraag('w', 1000)), 0,
-    'and nothing more in that window');
 SELECT is(
-    (SELECT gebruikt FROM nmc.verzendbudget WHERE soort = 'navraag'
-     ORDER BY venster_start DESC LIMIT 1),
+    (SELECT count(*)::integer FROM nmc.claim_navraag('w', 1000)), 140,
+    'reconciliation takes at most its share of the window'
+);
+SELECT is(
+    (SELECT count(*)::integer FROM nmc.claim_navraag('w', 1000)), 0,
+    'and nothing more in that window'
+);
+SELECT is(
+    (
+        SELECT gebruikt FROM nmc.verzendbudget WHERE soort = 'navraag'
+        ORDER BY venster_start DESC LIMIT 1
+    ),
     140,
     'the share is booked in the window'
 );

@@ -68,7 +68,7 @@ SELECT lives_ok(
 );
 
 -- Inserts: only version 1 aangenomen, with its first event.
-PREPARE nieuw_rij(integer, nmc.notificatie_status) AS
+PREPARE nieuw_rij (integer, nmc.notificatie_status) AS
 INSERT INTO nmc.notificatie (
     id, dv_id, berichttype, regie, status, versie, geldig_tot, dvref_hmac, pepper_versie,
     payload_hash, trace_id, ontvanger_versleuteld, aangenomen_op, bijgewerkt_op
@@ -111,8 +111,12 @@ SELECT throws_ok(
     'one row without its event fails the whole statement'
 );
 SELECT is(
-    (SELECT count(*)::integer FROM nmc.notificatie WHERE id IN (:'a', :'b')
-     AND status = 'aangenomen'),
+    (
+        SELECT count(*)::integer
+        FROM nmc.notificatie WHERE
+            id IN (:'a', :'b')
+            AND status = 'aangenomen'
+    ),
     2,
     'and neither row changed'
 );

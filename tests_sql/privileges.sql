@@ -104,19 +104,29 @@ SELECT set_eq(
 SELECT pg_temp.nieuwe_notificatie() AS id \gset
 GRANT EXECUTE ON FUNCTION pg_temp.fout(text) TO nmc_api, nmc_worker;
 SET LOCAL ROLE nmc_api;
-SELECT is(pg_temp.fout('SELECT * FROM nmc.notificatie'), '42501:',
-    'nmc_api cannot read notificatie');
+SELECT is(
+    pg_temp.fout('SELECT * FROM nmc.notificatie'), '42501:',
+    'nmc_api cannot read notificatie'
+);
 SELECT is(pg_temp.fout('SELECT * FROM nmc.event'), '42501:', 'nmc_api cannot read the event log');
 SELECT is(
     pg_temp.fout(format($$UPDATE nmc.notificatie SET status = 'bezorgd' WHERE id = %L$$, :'id')),
-    '42501:', 'nmc_api cannot update notificatie');
-SELECT is(pg_temp.fout('INSERT INTO nmc.taak (soort, due, aangemaakt_op) VALUES (''controle'', now(), now())'),
-    '42501:', 'nmc_api cannot plan tasks directly');
+    '42501:', 'nmc_api cannot update notificatie'
+);
+SELECT is(
+    pg_temp.fout(
+        'INSERT INTO nmc.taak (soort, due, aangemaakt_op) VALUES (''controle'', now(), now())'
+    ),
+    '42501:', 'nmc_api cannot plan tasks directly'
+);
 SELECT is(
     pg_temp.fout(format($$SELECT nmc.transition_notificatie(%L, 'in-verzending')$$, :'id')),
-    '42501:', 'nmc_api cannot call the transition function directly');
-SELECT is(pg_temp.fout($$SELECT nmc.advance_clock('1 day')$$), '42501:',
-    'nmc_api cannot move the clock');
+    '42501:', 'nmc_api cannot call the transition function directly'
+);
+SELECT is(
+    pg_temp.fout($$SELECT nmc.advance_clock('1 day')$$), '42501:',
+    'nmc_api cannot move the clock'
+);
 SELECT is(
     pg_temp.fout(format('SELECT nmc.cancel_notificatie(1001, %L)', :'id')),
     NULL,
@@ -132,9 +142,12 @@ SELECT is(
 );
 RESET ROLE;
 SET LOCAL ROLE nmc_worker;
-SELECT is(pg_temp.fout('SELECT * FROM nmc.taak'), '42501:', 'nmc_worker cannot read tasks directly');
-SELECT is(pg_temp.fout($$SELECT nmc.advance_clock('1 day')$$), '42501:',
-    'nmc_worker cannot move the clock');
+SELECT
+    is(pg_temp.fout('SELECT * FROM nmc.taak'), '42501:', 'nmc_worker cannot read tasks directly');
+SELECT is(
+    pg_temp.fout($$SELECT nmc.advance_clock('1 day')$$), '42501:',
+    'nmc_worker cannot move the clock'
+);
 RESET ROLE;
 
 SELECT * FROM finish();

@@ -4,23 +4,33 @@ SELECT plan(8);
 
 SELECT tables_are(
     'nmc',
-    ARRAY['dienstverlener', 'berichttype', 'notificatie', 'poging', 'taak', 'verzendbudget',
-          'quotumgebruik', 'event', 'event_default', 'event_x000000000000', 'event_partitie',
-          'bevestiging', 'webhookpositie', 'cluster_epoch', 'klok', 'notify_service',
-          'instellingen', 'teller'],
+    ARRAY[
+        'dienstverlener', 'berichttype', 'notificatie', 'poging', 'taak', 'verzendbudget',
+        'quotumgebruik', 'event', 'event_default', 'event_x000000000000', 'event_partitie',
+        'bevestiging', 'webhookpositie', 'cluster_epoch', 'klok', 'notify_service',
+        'instellingen', 'teller'
+    ],
     'nmc holds the tables of SPEC §3 (plus quota, partitions, clock, services, settings)'
 );
-SELECT enum_has_labels('nmc', 'notificatie_status', ARRAY['aangenomen', 'in-verzending',
+SELECT enum_has_labels('nmc', 'notificatie_status', ARRAY[
+    'aangenomen', 'in-verzending',
     'verzonden', 'bezorgd', 'definitief-bezorgd', 'niet-bezorgbaar', 'technisch-mislukt',
-    'bezorgstatus-onbekend', 'verlopen', 'geannuleerd'], 'notification statuses are SPEC §4''s');
-SELECT enum_has_labels('nmc', 'reden', ARRAY['onbereikbaar', 'geen-contactgegevens',
-    'verlopen', 'geannuleerd', 'technisch'], 'reasons are SPEC §4''s');
-SELECT enum_has_labels('nmc', 'poging_status', ARRAY['gepland', 'verzonden', 'bezorgd',
-    'tijdelijk-mislukt', 'permanent-mislukt', 'technisch-mislukt', 'onbekend'],
-    'attempt statuses are SPEC §4''s');
-SELECT enum_has_labels('nmc', 'taak_soort', ARRAY['verzenden', 'receipt', 'reconciliëren',
-    'vaststellen', 'terugkoppelen', 'ongeldig-melden', 'wissen', 'controle', 'onderhoud'],
-    'task kinds are SPEC §5''s');
+    'bezorgstatus-onbekend', 'verlopen', 'geannuleerd'
+], 'notification statuses are SPEC §4''s');
+SELECT enum_has_labels('nmc', 'reden', ARRAY[
+    'onbereikbaar', 'geen-contactgegevens',
+    'verlopen', 'geannuleerd', 'technisch'
+], 'reasons are SPEC §4''s');
+SELECT enum_has_labels('nmc', 'poging_status', ARRAY[
+    'gepland', 'verzonden', 'bezorgd',
+    'tijdelijk-mislukt', 'permanent-mislukt', 'technisch-mislukt', 'onbekend'
+],
+'attempt statuses are SPEC §4''s');
+SELECT enum_has_labels('nmc', 'taak_soort', ARRAY[
+    'verzenden', 'receipt', 'reconciliëren',
+    'vaststellen', 'terugkoppelen', 'ongeldig-melden', 'wissen', 'controle', 'onderhoud'
+],
+'task kinds are SPEC §5''s');
 SELECT is_empty(
     $$SELECT c.relname FROM pg_catalog.pg_class AS c
       WHERE c.relnamespace IN ('nmc'::regnamespace, 'nmc_migratie'::regnamespace)

@@ -4,32 +4,44 @@ SELECT plan(12);
 \ir fixtures/setup.sql
 
 SELECT pg_temp.nieuwe_notificatie() AS id \gset
-SELECT taak_id AS t, claim_epoch AS e, poging_id AS p FROM nmc.claim_verzenden('w', 10) \gset
+SELECT
+    taak_id AS t,
+    claim_epoch AS e,
+    poging_id AS p
+FROM nmc.claim_verzenden('w', 10) \gset
 SELECT nmc.finish_verzenden(:t, :e, 'verzonden', 'e0e0e0e0-0000-4000-8000-000000000001');
 
 SELECT is(
-    nmc.store_receipt(:'p', 'e0e0e0e0-0000-4000-8000-000000000001', 'delivered',
-        '2026-11-30 10:00:00+00', '2026-11-30 09:59:00+00'),
+    nmc.store_receipt(
+        :'p', 'e0e0e0e0-0000-4000-8000-000000000001', 'delivered',
+        '2026-11-30 10:00:00+00', '2026-11-30 09:59:00+00'
+    ),
     'opgeslagen',
     'a receipt for a known attempt is stored'
 );
 SELECT results_eq(
     format($$SELECT soort::text, staat::text, notificatie_id, dv_id, payload
              FROM nmc.taak WHERE poging_id = %L AND soort = 'receipt'$$, :'p'),
-    format($$VALUES ('receipt', 'open', %L::uuid, 1001, '{"id": "e0e0e0e0-0000-4000-8000-000000000001",
+    format(
+        $$VALUES ('receipt', 'open', %L::uuid, 1001, '{"id": "e0e0e0e0-0000-4000-8000-000000000001",
         "status": "delivered", "sent_at": "2026-11-30T09:59:00+00:00",
-        "completed_at": "2026-11-30T10:00:00+00:00"}'::jsonb)$$, :'id'),
+        "completed_at": "2026-11-30T10:00:00+00:00"}'::jsonb)$$, :'id'
+    ),
     'as an open receipt task holding id, status and timestamps (no address)'
 );
 SELECT is(
-    nmc.store_receipt(:'p', 'e0e0e0e0-0000-4000-8000-000000000001', 'delivered',
-        '2026-11-30 10:00:00+00', '2026-11-30 09:59:00+00'),
+    nmc.store_receipt(
+        :'p', 'e0e0e0e0-0000-4000-8000-000000000001', 'delivered',
+        '2026-11-30 10:00:00+00', '2026-11-30 09:59:00+00'
+    ),
     'dubbel',
     'the same callback again is a no-op'
 );
 SELECT is(
-    nmc.store_receipt(:'p', 'e0e0e0e0-0000-4000-8000-000000000001', 'permanent-failure',
-        '2026-11-30 10:00:00+00', NULL),
+    nmc.store_receipt(
+        :'p', 'e0e0e0e0-0000-4000-8000-000000000001', 'permanent-failure',
+        '2026-11-30 10:00:00+00', NULL
+    ),
     'opgeslagen',
     'another status with the same completed_at is another receipt'
 );

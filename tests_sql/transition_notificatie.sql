@@ -5,34 +5,42 @@ SELECT plan(112);
 
 -- One fresh notification per (van, naar) pair, walked to van along allowed steps.
 CREATE TEMP TABLE paar AS
-SELECT v AS van, n AS naar, pg_temp.nieuwe_notificatie() AS id
+SELECT
+    v AS van,
+    n AS naar,
+    pg_temp.nieuwe_notificatie() AS id
 FROM unnest(enum_range(NULL::nmc.notificatie_status)) AS v,
     unnest(enum_range(NULL::nmc.notificatie_status)) AS n;
 SELECT pg_temp.naar_status(id, van) FROM paar;
 CREATE TEMP TABLE uitkomst AS
 SELECT
     p.*,
-    (SELECT versie FROM nmc.notificatie WHERE id = p.id) AS versie_voor,
+    (SELECT n.versie FROM nmc.notificatie AS n WHERE n.id = p.id) AS versie_voor,
     pg_temp.fout(pg_catalog.format(
         'SELECT nmc.transition_notificatie(%L, %L, %L)', p.id, p.naar, pg_temp.reden_voor(p.naar)
     )) AS fout
 FROM paar AS p;
 
 -- 100 assertions: each pair either succeeds (allowed) or is refused with NM001.
-SELECT is(
-    u.fout,
-    CASE WHEN nmc.transition_allowed(u.van, u.naar) THEN NULL ELSE 'NM001:' || u.van END,
-    pg_catalog.format(
-        '%s -> %s is %s', u.van, u.naar,
-        CASE WHEN nmc.transition_allowed(u.van, u.naar) THEN 'allowed' ELSE 'refused (NM001)' END
+SELECT
+    is(
+        u.fout,
+        CASE WHEN nmc.transition_allowed(u.van, u.naar) THEN NULL ELSE 'NM001:' || u.van END,
+        pg_catalog.format(
+            '%s -> %s is %s', u.van, u.naar,
+            CASE
+                WHEN nmc.transition_allowed(u.van, u.naar) THEN 'allowed' ELSE 'refused (NM001)'
+            END
+        )
     )
-)
 FROM uitkomst AS u
 ORDER BY u.van, u.naar;
 
 -- Now perform every allowed pair for real and look at the rows it wrote.
 CREATE TEMP TABLE gedaan AS
-SELECT u.*, nmc.transition_notificatie(u.id, u.naar, pg_temp.reden_voor(u.naar)) AS versie_na
+SELECT
+    u.*,
+    nmc.transition_notificatie(u.id, u.naar, pg_temp.reden_voor(u.naar)) AS versie_na
 FROM uitkomst AS u
 WHERE nmc.transition_allowed(u.van, u.naar);
 
@@ -42,30 +50,40 @@ SELECT ok(
 ) FROM gedaan AS g;
 
 SELECT ok(
-    bool_and(n.status = g.naar AND n.versie = g.versie_na
-        AND n.reden IS NOT DISTINCT FROM pg_temp.reden_voor(g.naar)),
+    bool_and(
+        n.status = g.naar AND n.versie = g.versie_na
+        AND n.reden IS NOT DISTINCT FROM pg_temp.reden_voor(g.naar)
+    ),
     'the row carries the new status, reason and version'
-) FROM gedaan AS g INNER JOIN nmc.notificatie AS n ON n.id = g.id;
+) FROM gedaan AS g INNER JOIN nmc.notificatie AS n ON g.id = n.id;
 
-SELECT ok(
-    bool_and(e.van = g.van AND e.naar = g.naar AND e.dv_id = n.dv_id
-        AND e.reden IS NOT DISTINCT FROM n.reden AND e.tijdstip = nmc.now()
-        AND e.xid = pg_current_xact_id()),
-    'the event has sequence = the new version, van, naar, reden, NMC time and this xid'
-)
+SELECT
+    ok(
+        bool_and(
+            e.van = g.van AND e.naar = g.naar AND e.dv_id = n.dv_id
+            AND e.reden IS NOT DISTINCT FROM n.reden AND e.tijdstip = nmc.now()
+            AND e.xid = pg_current_xact_id()
+        ),
+        'the event has sequence = the new version, van, naar, reden, NMC time and this xid'
+    )
 FROM gedaan AS g
-INNER JOIN nmc.notificatie AS n ON n.id = g.id
-INNER JOIN nmc.event AS e ON e.notificatie_id = g.id AND e.sequence = g.versie_na;
+INNER JOIN nmc.notificatie AS n ON g.id = n.id
+INNER JOIN nmc.event AS e ON g.id = e.notificatie_id AND g.versie_na = e.sequence;
 
 SELECT ok(
     bool_and((n.terminaal_op IS NOT NULL) = nmc.is_terminal(g.naar)),
     'terminaal_op is set on a terminal status and cleared when a late receipt reopens one'
-) FROM gedaan AS g INNER JOIN nmc.notificatie AS n ON n.id = g.id;
+) FROM gedaan AS g INNER JOIN nmc.notificatie AS n ON g.id = n.id;
 
 SELECT is(
-    (SELECT count(*)::integer FROM nmc.event AS e INNER JOIN paar AS p ON p.id = e.notificatie_id
-     WHERE e.sequence <> (SELECT count(*) FROM nmc.event AS x
-                          WHERE x.notificatie_id = e.notificatie_id AND x.sequence <= e.sequence)),
+    (
+        SELECT count(*)::integer FROM nmc.event AS e INNER JOIN paar AS p ON e.notificatie_id = p.id
+        WHERE
+            e.sequence <> (
+                SELECT count(*) FROM nmc.event AS x
+                WHERE x.notificatie_id = e.notificatie_id AND x.sequence <= e.sequence
+            )
+    ),
     0,
     'every event chain is gap-free: sequences 1..versie'
 );

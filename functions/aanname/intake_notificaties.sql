@@ -7,16 +7,16 @@ CREATE OR REPLACE FUNCTION nmc.intake_notificaties(
     p_pepper_versie smallint,
     p_kek_id text,
     p_batch_id uuid,
-    p_ids uuid [],
-    p_berichttypen text [],
-    p_dvref_hmacs bytea [],
-    p_payload_hashes bytea [],
-    p_ontvangers bytea [],
-    p_gegevens bytea [],
-    p_sleutels bytea [],
-    p_geldig_tot timestamptz [],
-    p_trace_ids text [],
-    p_diensten text []
+    p_ids uuid[],
+    p_berichttypen text[],
+    p_dvref_hmacs bytea[],
+    p_payload_hashes bytea[],
+    p_ontvangers bytea[],
+    p_gegevens bytea[],
+    p_sleutels bytea[],
+    p_geldig_tot timestamptz[],
+    p_trace_ids text[],
+    p_diensten text[]
 )
 RETURNS TABLE (item integer, notificatie_id uuid, nieuw boolean)
 LANGUAGE plpgsql
@@ -153,8 +153,8 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION nmc.intake_notificaties(
-    integer, nmc.regie, smallint, text, uuid, uuid [], text [], bytea [], bytea [], bytea [],
-    bytea [], bytea [], timestamptz [], text [], text []
+    integer, nmc.regie, smallint, text, uuid, uuid[], text[], bytea[], bytea[], bytea[],
+    bytea[], bytea[], timestamptz[], text[], text[]
 ) IS
 'Accepts 1 to 1000 notifications of one DV and regie in the caller''s transaction: per '
 'new item the notificatie (version 1, aangenomen), its first event and its verzenden task '

@@ -114,7 +114,7 @@ COMMENT ON FUNCTION nmc.find_dienstverlener(text) IS
 
 CREATE OR REPLACE FUNCTION nmc.list_dienstverleners()
 RETURNS TABLE (
-    dv_id integer, oin text, naam text, actief boolean, berichttypen text [],
+    dv_id integer, oin text, naam text, actief boolean, berichttypen text[],
     quotum_per_minuut integer, quotum_per_dag integer, webhook_url text
 )
 LANGUAGE sql

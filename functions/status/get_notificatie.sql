@@ -57,7 +57,7 @@ COMMENT ON FUNCTION nmc.get_notificatie(integer, uuid) IS
 
 CREATE OR REPLACE FUNCTION nmc.find_notificaties(
     p_dv_id integer,
-    p_dvref_hmacs bytea [],
+    p_dvref_hmacs bytea[],
     p_limiet integer DEFAULT 100,
     p_voor_aangenomen_op timestamptz DEFAULT NULL,
     p_voor_id uuid DEFAULT NULL
@@ -77,6 +77,6 @@ AS $$
     ORDER BY n.aangenomen_op DESC, n.id DESC
     LIMIT least(greatest(p_limiet, 1), 1000)
 $$;
-COMMENT ON FUNCTION nmc.find_notificaties(integer, bytea [], integer, timestamptz, uuid) IS
+COMMENT ON FUNCTION nmc.find_notificaties(integer, bytea[], integer, timestamptz, uuid) IS
 'The caller DV''s notifications whose dvRef HMAC is one of p_dvref_hmacs (one per live '
 'pepper version), newest first; keyset pagination on (aangenomen_op, id) of the last row.';

@@ -94,8 +94,8 @@ $$;
 COMMENT ON FUNCTION nmc.finish_taak(bigint, integer) IS
 'Marks a claimed task done. NM011 when the epoch is stale.';
 
-CREATE OR REPLACE FUNCTION nmc.finish_taken(p_taak_ids bigint [], p_claim_epochs integer [])
-RETURNS bigint []
+CREATE OR REPLACE FUNCTION nmc.finish_taken(p_taak_ids bigint[], p_claim_epochs integer[])
+RETURNS bigint[]
 LANGUAGE sql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -110,7 +110,7 @@ AS $$
 
     SELECT coalesce(pg_catalog.array_agg(k.id ORDER BY k.id), '{}') FROM klaar AS k
 $$;
-COMMENT ON FUNCTION nmc.finish_taken(bigint [], integer []) IS
+COMMENT ON FUNCTION nmc.finish_taken(bigint[], integer[]) IS
 'Marks many claimed tasks done in one statement; a task whose epoch is stale is left '
 'alone. Returns the ids actually finished, so the caller sees which were fenced off.';
 

@@ -1,0 +1,1 @@
+"""NMC, the Notificatie Management Component: the thin Python shell around the database."""

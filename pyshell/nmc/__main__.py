@@ -1,0 +1,5 @@
+import sys
+
+from nmc.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""The DV-facing REST API: authentication, validation, problems and the OpenAPI document."""

@@ -1,0 +1,64 @@
+"""Which database a command talks to (as a libpq URL), and connecting to it.
+
+Without NMC_DATABASE_URL that is the embedded cluster (`nmc db start`): superuser
+`postgres` and the shell's roles, all over loopback trust. With it, the external URL,
+with the user and database swapped in when a role or database is asked for (the roles'
+passwords then come from PGPASSWORD or ~/.pgpass, never from us).
+"""
+
+from typing import Literal
+from urllib.parse import quote, urlsplit, urlunsplit
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from nmc.config import Settings
+from nmc.errors import NmcError
+
+Role = Literal["admin", "api", "worker"]
+ROLE_USERS: dict[Role, str | None] = {"admin": None, "api": "nmc_api", "worker": "nmc_worker"}
+
+LOOPBACK = "127.0.0.1"
+EMBEDDED_SUPERUSER = "postgres"
+EMBEDDED_DATABASE = "nmc"
+
+
+def connection_url(settings: Settings, role: Role = "admin", database: str | None = None) -> str:
+    user = ROLE_USERS[role]
+    if settings.database_url:
+        return with_overrides(settings.database_url, user=user, database=database)
+    return (
+        f"postgresql://{user or EMBEDDED_SUPERUSER}@{LOOPBACK}:{settings.db_port}/"
+        f"{quote(database or EMBEDDED_DATABASE)}"
+    )
+
+
+def with_overrides(url: str, user: str | None = None, database: str | None = None) -> str:
+    """`url` with another user (its password dropped) and/or database; URLs stay URLs."""
+    if user is None and database is None:
+        return url
+    if url.startswith(("postgresql://", "postgres://")):
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if user is not None:
+            netloc = f"{quote(user)}@{netloc.rpartition('@')[2]}"
+        path = parts.path if database is None else "/" + quote(database)
+        return urlunsplit(parts._replace(netloc=netloc, path=path))
+    params = conninfo_to_dict(url)
+    if user is not None:
+        params["user"] = user
+        params.pop("password", None)
+    if database is not None:
+        params["dbname"] = database
+    return make_conninfo("", **params)
+
+
+def connect(url: str) -> psycopg.Connection:
+    """An autocommit connection; a clear error when the server cannot be reached."""
+    try:
+        return psycopg.connect(url, autocommit=True)
+    except psycopg.OperationalError as error:
+        raise NmcError(
+            f"cannot connect to the database: {error}\n"
+            "(is the server running? `nmc db start` starts the embedded one)"
+        ) from error

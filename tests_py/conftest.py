@@ -1,0 +1,145 @@
+"""Database fixtures: one server, one migrated template per session, a fresh copy per test.
+
+The server is the embedded cluster (`nmc db start`, left running for the next session)
+or the one NMC_DATABASE_URL names. Copying a template with `CREATE DATABASE … TEMPLATE …`
+is much faster than migrating a database for every test (procrastinate's conftest).
+"""
+
+import shutil
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from nmc.cli import main
+from nmc.config import Settings
+from nmc.database import connection_url, with_overrides
+from nmc.embedded_db import EmbeddedCluster
+from nmc.migrate import migrate
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class CliResult:
+    exit_code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def nmc(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
+    """Run `nmc ARGS…` in this process with the current environment; capture its output."""
+
+    def run(*args: str) -> CliResult:
+        capsys.readouterr()
+        exit_code = main(list(args))
+        captured = capsys.readouterr()
+        return CliResult(exit_code, captured.out, captured.err)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def admin_url() -> str:
+    """Superuser URL of the test server; starts the embedded cluster when it is used."""
+    settings = Settings.from_env()
+    if not settings.database_url:
+        EmbeddedCluster(settings).start()
+    return connection_url(settings)
+
+
+@pytest.fixture(scope="session")
+def template_database(admin_url: str) -> Iterator[str]:
+    name = f"nmc_template_{uuid.uuid4().hex[:8]}"
+    _create_database(admin_url, name)
+    migrate(with_overrides(admin_url, database=name), PROJECT_ROOT)
+    yield name
+    _drop_database(admin_url, name)
+
+
+@pytest.fixture
+def create_database(admin_url: str) -> Iterator[Callable[..., str]]:
+    """Create fresh databases (copies of `template`) for this test; dropped afterwards."""
+    created: list[str] = []
+
+    def create(template: str = "template0") -> str:
+        name = f"nmc_test_{uuid.uuid4().hex[:12]}"
+        _create_database(admin_url, name, template=template)
+        created.append(name)
+        return with_overrides(admin_url, database=name)
+
+    yield create
+    for name in created:
+        _drop_database(admin_url, name)
+
+
+@pytest.fixture
+def db_url(create_database: Callable[..., str], template_database: str) -> str:
+    """A fresh database, migrated with the project's SQL."""
+    return create_database(template_database)
+
+
+@pytest.fixture
+def empty_db_url(create_database: Callable[..., str]) -> str:
+    """A fresh database that was never migrated."""
+    return create_database()
+
+
+@pytest.fixture
+def conn(db_url: str) -> Iterator[psycopg.Connection]:
+    with psycopg.connect(db_url, autocommit=True) as connection:
+        yield connection
+
+
+@pytest.fixture(scope="session")
+def project_root() -> Path:
+    return PROJECT_ROOT
+
+
+@pytest.fixture
+def project_copy(tmp_path: Path) -> Path:
+    """A copy of the project's SQL tree that a test may change."""
+    for directory in ("sql", "schema", "functions", "triggers"):
+        shutil.copytree(PROJECT_ROOT / directory, tmp_path / directory)
+    return tmp_path
+
+
+@pytest.fixture
+def make_root(tmp_path: Path) -> Callable[..., Path]:
+    """Build a tiny project root: the real bootstrap, given schema files and modules."""
+
+    def build(schema: dict[str, str], modules: dict[str, str], grants: str = "") -> Path:
+        root = tmp_path / f"root_{uuid.uuid4().hex[:6]}"
+        (root / "sql").mkdir(parents=True)
+        shutil.copy(PROJECT_ROOT / "sql" / "bootstrap.sql", root / "sql" / "bootstrap.sql")
+        (root / "schema").mkdir()
+        for name, text in schema.items():
+            (root / "schema" / name).write_text(text)
+        for module_path, text in modules.items():
+            (root / module_path).parent.mkdir(parents=True, exist_ok=True)
+            (root / module_path).write_text(text)
+        (root / "sql" / "modules.txt").write_text("".join(f"{path}\n" for path in modules))
+        (root / "sql" / "grants.sql").write_text(grants)
+        return root
+
+    return build
+
+
+def _create_database(admin_url: str, name: str, template: str | None = None) -> None:
+    query = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+    if template:
+        query += sql.SQL(" TEMPLATE {}").format(sql.Identifier(template))
+    with psycopg.connect(admin_url, autocommit=True) as connection:
+        connection.execute(query)
+
+
+def _drop_database(admin_url: str, name: str) -> None:
+    with psycopg.connect(admin_url, autocommit=True) as connection:
+        connection.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )

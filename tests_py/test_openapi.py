@@ -1,0 +1,277 @@
+"""Unit tests of nmc.api.openapi: OpenAPI 3.1 validity, the NL API Design Rules linter, and
+agreement between the document and the validators."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from nmc.api import openapi
+from nmc.api import validation as v
+from nmc.status import NOTIFICATIE_STATUSES, REDENEN
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+SPECTRAL = "@stoplight/spectral-cli@6"
+
+
+@pytest.fixture(scope="module")
+def doc():
+    return openapi.openapi_document()
+
+
+def operations(doc):
+    for path, item in doc["paths"].items():
+        for method, operation in item.items():
+            if method in ("get", "post", "put", "patch", "delete"):
+                yield path, method, operation
+
+
+def deref(doc, node):
+    """Follow a local `#/components/...` reference."""
+    if isinstance(node, dict) and "$ref" in node:
+        parts = node["$ref"].removeprefix("#/").split("/")
+        target = doc
+        for part in parts:
+            target = target[part]
+        return deref(doc, target)
+    return node
+
+
+# --------------------------------------------------------------------------------------------
+# Structure
+
+
+def test_valid_openapi_31(doc):
+    validator = pytest.importorskip(
+        "openapi_spec_validator", reason="openapi-spec-validator is not installed"
+    )
+    assert doc["openapi"] == "3.1.0"
+    validator.validate(doc)
+
+
+def test_document_is_plain_json_and_fresh_per_call(doc):
+    text = json.dumps(doc, sort_keys=True)
+    assert json.loads(text) == doc
+    copy = openapi.openapi_document()
+    copy["info"]["title"] = "gewijzigd"
+    assert openapi.openapi_document()["info"]["title"] == doc["info"]["title"]
+
+
+def test_paths_and_methods(doc):
+    found = {(path, method) for path, method, _ in operations(doc)}
+    assert found == {
+        ("/decentraal/notificaties", "post"),
+        ("/decentraal/notificaties/_batch", "post"),
+        ("/centraal/notificaties", "post"),
+        ("/centraal/notificaties/_batch", "post"),
+        ("/notificaties", "get"),
+        ("/notificaties/{notificatieId}", "get"),
+        ("/notificaties/{notificatieId}", "delete"),
+        ("/openapi.json", "get"),
+    }
+
+
+def test_server_carries_the_base_path(doc):
+    assert doc["servers"] == [
+        {"url": "https://mijnoverheidzakelijk.nl/api/nmc/v1", "description": "NMC"}
+    ]
+    custom = openapi.openapi_document(server_url="https://nmc.test/api/nmc/v1")
+    assert custom["servers"][0]["url"] == "https://nmc.test/api/nmc/v1"
+    assert openapi.BASE_PATH == "/api/nmc/v1"
+
+
+def test_info(doc):
+    assert doc["info"]["version"] == openapi.API_VERSION
+    assert re.fullmatch(r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)", openapi.API_VERSION)
+    assert set(doc["info"]["contact"]) == {"name", "url", "email"}
+
+
+def test_operation_ids_are_unique(doc):
+    ids = [op["operationId"] for _, _, op in operations(doc)]
+    assert len(ids) == len(set(ids))
+
+
+def test_security(doc):
+    assert doc["security"] == [{"bearer": []}]
+    scheme = doc["components"]["securitySchemes"]["bearer"]
+    assert (scheme["type"], scheme["scheme"]) == ("http", "bearer")
+    assert doc["paths"]["/openapi.json"]["get"]["security"] == []
+
+
+def test_every_success_has_api_version_and_every_error_is_a_problem(doc):
+    for path, method, op in operations(doc):
+        for code, response in op["responses"].items():
+            response = deref(doc, response)
+            if code.startswith(("2", "3")):
+                assert "API-Version" in response["headers"], (path, method, code)
+            else:
+                content = response["content"]
+                assert list(content) == ["application/problem+json"], (path, method, code)
+                assert deref(doc, content["application/problem+json"]["schema"]) is deref(
+                    doc, {"$ref": "#/components/schemas/Problem"}
+                )
+
+
+def test_operations_with_input_can_answer_400(doc):
+    for path, method, op in operations(doc):
+        if path != "/openapi.json":
+            assert "400" in op["responses"], (path, method)
+
+
+def test_intake_responses(doc):
+    for regie in ("decentraal", "centraal"):
+        single = doc["paths"][f"/{regie}/notificaties"]["post"]
+        assert set(single["responses"]["202"]["headers"]) == {"API-Version", "Location"}
+        assert {"400", "401", "403", "409", "415", "429", "500"} <= set(single["responses"])
+        batch = doc["paths"][f"/{regie}/notificaties/_batch"]["post"]
+        assert "202" in batch["responses"]
+
+
+def test_status_and_cancel_responses(doc):
+    item = doc["paths"]["/notificaties/{notificatieId}"]
+    assert set(item["get"]["responses"]["200"]["headers"]) == {"API-Version", "ETag"}
+    assert "304" in item["get"]["responses"]
+    assert {"204", "404", "409"} <= set(item["delete"]["responses"])
+
+
+def test_notificatie_schema(doc):
+    schemas = doc["components"]["schemas"]
+    notificatie = schemas["Notificatie"]
+    assert set(notificatie["required"]) == {
+        "notificatieId",
+        "berichtType",
+        "regie",
+        "status",
+        "reden",
+        "versie",
+        "aangenomenOp",
+        "bijgewerktOp",
+        "geldigTot",
+        "pogingen",
+    }
+    assert set(schemas["Poging"]["properties"]) == {"nummer", "status", "verzondenOp", "afgerondOp"}
+    assert schemas["NotificatieStatus"]["enum"] == list(NOTIFICATIE_STATUSES)
+    assert schemas["Reden"]["enum"] == [*REDENEN, None]
+    assert schemas["Poging"]["properties"]["status"]["enum"] == list(openapi.POGING_STATUSES)
+
+
+def test_problem_schema(doc):
+    problem = doc["components"]["schemas"]["Problem"]
+    assert {"type", "title", "status", "detail", "violations"} <= set(problem["properties"])
+    violation = doc["components"]["schemas"]["Violation"]
+    assert set(violation["required"]) == {"field", "in", "message"}
+
+
+def test_query_parameters(doc):
+    params = {p["name"]: p for p in doc["paths"]["/notificaties"]["get"]["parameters"]}
+    assert set(params) == {"dvRef", "limiet", "cursor"}
+    assert params["dvRef"]["required"] is True
+    assert params["limiet"]["schema"]["maximum"] == v.LIJST_LIMIET_MAX
+
+
+# --------------------------------------------------------------------------------------------
+# The document and the validators agree
+
+
+def test_request_schemas_refuse_unknown_fields(doc):
+    schemas = doc["components"]["schemas"]
+    assert set(schemas["DecentraalNotificatieVerzoek"]["properties"]) == v.DECENTRAAL_FIELDS
+    assert set(schemas["CentraalNotificatieVerzoek"]["properties"]) == v.CENTRAAL_FIELDS
+    for name in (
+        "DecentraalNotificatieVerzoek",
+        "CentraalNotificatieVerzoek",
+        "DecentraalBatchVerzoek",
+        "CentraalBatchVerzoek",
+    ):
+        assert schemas[name]["additionalProperties"] is False
+
+
+def test_limits_match_the_validator(doc):
+    schemas = doc["components"]["schemas"]
+    props = schemas["DecentraalNotificatieVerzoek"]["properties"]
+    assert props["berichtType"]["pattern"] == v.BERICHTTYPE_PATTERN
+    assert props["dvRef"]["maxLength"] == v.DVREF_MAX
+    assert props["emailAdres"]["maxLength"] == v.EMAIL_MAX
+    assert schemas["Berichtgegevens"]["maxProperties"] == v.BERICHTGEGEVENS_MAX_KEYS
+    assert schemas["DecentraalBatchVerzoek"]["properties"]["notificaties"]["maxItems"] == 1000
+
+
+@pytest.mark.parametrize("sample", ["a", "x.y_z-1", "", "met spatie", "é", "x" * 100, "x" * 101])
+def test_berichttype_pattern_means_the_same_in_both(sample):
+    in_schema = re.fullmatch(v.BERICHTTYPE_PATTERN.strip("^$"), sample) is not None
+    assert in_schema == (v._BERICHTTYPE.match(sample) is not None)
+
+
+def test_request_examples_pass_the_validator(doc):
+    schemas = doc["components"]["schemas"]
+    now = datetime(2025, 1, 1, tzinfo=UTC)
+    for example in schemas["DecentraalNotificatieVerzoek"]["examples"]:
+        v.validate_decentraal(example, now=now)
+    for example in schemas["CentraalNotificatieVerzoek"]["examples"]:
+        v.validate_centraal(example, now=now)
+
+
+# --------------------------------------------------------------------------------------------
+# NL API Design Rules linter (Spectral)
+
+
+def adr_ruleset() -> Path | None:
+    candidates = [
+        os.environ.get("NMC_ADR_LINTER"),
+        PROJECT_ROOT.parent / "shared" / "adr-linter.yaml",
+    ]
+    for candidate in candidates:
+        if candidate and Path(candidate).is_file():
+            return Path(candidate)
+    return None
+
+
+def test_passes_the_nl_api_design_rules_linter(doc, tmp_path):
+    npx = shutil.which("npx")
+    if npx is None:
+        pytest.skip("npx is not installed: cannot run the Spectral ADR linter")
+    ruleset = adr_ruleset()
+    if ruleset is None:
+        pytest.skip(
+            "adr-linter.yaml not found (set NMC_ADR_LINTER or keep shared/ beside the repo)"
+        )
+    good = tmp_path / "openapi.json"
+    good.write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    # A broken copy in the same run proves the linter and ruleset are really at work.
+    broken_doc = json.loads(json.dumps(doc))
+    del broken_doc["paths"]["/notificaties"]["get"]["responses"]["200"]["headers"]["API-Version"]
+    del broken_doc["components"]["schemas"]["Problem"]["properties"]["detail"]
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps(broken_doc, indent=2), encoding="utf-8")
+    result = subprocess.run(
+        [
+            npx,
+            "--yes",
+            SPECTRAL,
+            "lint",
+            "-r",
+            str(ruleset),
+            "-f",
+            "json",
+            "--fail-severity",
+            "hint",
+            str(good),
+            str(broken),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    start = result.stdout.find("[")
+    assert start >= 0, f"no JSON from spectral: {result.stdout}\n{result.stderr}"
+    findings, _ = json.JSONDecoder().raw_decode(result.stdout[start:])
+    on_good = [f for f in findings if Path(f["source"]).name == "openapi.json"]
+    on_broken = {f["code"] for f in findings if Path(f["source"]).name == "broken.json"}
+    assert on_good == [], json.dumps(on_good, indent=2)
+    assert on_broken == {"nlgov:missing-version-header", "nlgov:problem-schema-members"}
