@@ -44,3 +44,5 @@ GRANT EXECUTE ON FUNCTION nmc.finish_navraag(
 GRANT EXECUTE ON FUNCTION nmc.process_vaststellingen(integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.run_controle(bigint, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.ensure_controle() TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.claim_ongeldig_melden(text, integer) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.count_malformed_receipt() TO nmc_api;

@@ -29,7 +29,8 @@ SELECT set_eq(
         ('nmc.find_dienstverlener(text)'),
         ('nmc.get_notificatie(integer,uuid)'),
         ('nmc.find_notificaties(integer,bytea[],integer,timestamp with time zone,uuid)'),
-        ('nmc.store_receipt(text,uuid,text,timestamp with time zone,timestamp with time zone)')$$,
+        ('nmc.store_receipt(text,uuid,text,timestamp with time zone,timestamp with time zone)'),
+        ('nmc.count_malformed_receipt()')$$,
     'nmc_api may execute exactly the API functions'
 );
 SELECT set_eq(
@@ -50,7 +51,8 @@ SELECT set_eq(
         ('nmc.finish_navraag(bigint,integer,boolean,text,timestamp with time zone,timestamp with time zone)'),
         ('nmc.process_vaststellingen(integer)'),
         ('nmc.run_controle(bigint,integer)'),
-        ('nmc.ensure_controle()')$$,
+        ('nmc.ensure_controle()'),
+        ('nmc.claim_ongeldig_melden(text,integer)')$$,
     'nmc_worker may execute exactly the worker functions'
 );
 SELECT is_empty(
@@ -79,7 +81,8 @@ SELECT set_eq(
              ('claim_taken'), ('claim_verzenden'), ('extend_lease'), ('finish_taak'),
              ('finish_taken'), ('defer_taak'), ('fail_taak'), ('finish_verzenden'),
              ('store_receipt'), ('process_receipts'), ('claim_navraag'), ('finish_navraag'),
-             ('process_vaststellingen'), ('run_controle'), ('ensure_controle')$$,
+             ('process_vaststellingen'), ('run_controle'), ('ensure_controle'),
+             ('claim_ongeldig_melden'), ('count_malformed_receipt')$$,
     'exactly the API functions run as SECURITY DEFINER'
 );
 SELECT ok(
