@@ -26,6 +26,11 @@ GRANT EXECUTE ON FUNCTION nmc.find_notificaties(
 ) TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.store_receipt(text, uuid, text, timestamptz, timestamptz)
 TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.page_events(integer, integer, xid8, bigint, timestamptz, integer)
+TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.acknowledge_cursor(integer, integer, xid8, bigint, timestamptz)
+TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.snapshot_notificaties(integer, uuid, integer) TO nmc_api;
 
 -- The workers (nmc worker).
 GRANT EXECUTE ON FUNCTION nmc.claim_taken(nmc.taak_soort, text, integer) TO nmc_worker;
@@ -46,3 +51,5 @@ GRANT EXECUTE ON FUNCTION nmc.run_controle(bigint, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.ensure_controle() TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.claim_ongeldig_melden(text, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.count_malformed_receipt() TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.maintain_event_partities(bigint, xid8) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.drop_event_partities(xid8) TO nmc_worker;

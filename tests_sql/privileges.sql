@@ -30,7 +30,10 @@ SELECT set_eq(
         ('nmc.get_notificatie(integer,uuid)'),
         ('nmc.find_notificaties(integer,bytea[],integer,timestamp with time zone,uuid)'),
         ('nmc.store_receipt(text,uuid,text,timestamp with time zone,timestamp with time zone)'),
-        ('nmc.count_malformed_receipt()')$$,
+        ('nmc.count_malformed_receipt()'),
+        ('nmc.page_events(integer,integer,xid8,bigint,timestamp with time zone,integer)'),
+        ('nmc.acknowledge_cursor(integer,integer,xid8,bigint,timestamp with time zone)'),
+        ('nmc.snapshot_notificaties(integer,uuid,integer)')$$,
     'nmc_api may execute exactly the API functions'
 );
 SELECT set_eq(
@@ -52,7 +55,9 @@ SELECT set_eq(
         ('nmc.process_vaststellingen(integer)'),
         ('nmc.run_controle(bigint,integer)'),
         ('nmc.ensure_controle()'),
-        ('nmc.claim_ongeldig_melden(text,integer)')$$,
+        ('nmc.claim_ongeldig_melden(text,integer)'),
+        ('nmc.maintain_event_partities(bigint,xid8)'),
+        ('nmc.drop_event_partities(xid8)')$$,
     'nmc_worker may execute exactly the worker functions'
 );
 SELECT is_empty(
@@ -82,7 +87,9 @@ SELECT set_eq(
              ('finish_taken'), ('defer_taak'), ('fail_taak'), ('finish_verzenden'),
              ('store_receipt'), ('process_receipts'), ('claim_navraag'), ('finish_navraag'),
              ('process_vaststellingen'), ('run_controle'), ('ensure_controle'),
-             ('claim_ongeldig_melden'), ('count_malformed_receipt')$$,
+             ('claim_ongeldig_melden'), ('count_malformed_receipt'), ('page_events'),
+             ('acknowledge_cursor'), ('snapshot_notificaties'), ('report_onbevestigd'),
+             ('maintain_event_partities'), ('drop_event_partities'), ('raise_epoch')$$,
     'exactly the API functions run as SECURITY DEFINER'
 );
 SELECT ok(

@@ -1,0 +1,129 @@
+-- Event-log partitions (SPEC §9): the next xid range before the current one is full; a
+-- range dropped only when the delivery-proof retention and every live cursor allow it.
+
+CREATE OR REPLACE FUNCTION nmc.create_event_partitie(p_van xid8, p_tot xid8)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_naam CONSTANT text := 'event_x' || pg_catalog.lpad(p_van::text, 12, '0');
+BEGIN
+    EXECUTE pg_catalog.format(
+        'CREATE TABLE nmc.%I PARTITION OF nmc.event FOR VALUES FROM (%L) TO (%L)',
+        v_naam, p_van::text, p_tot::text
+    );
+    EXECUTE pg_catalog.format(
+        'COMMENT ON TABLE nmc.%I IS %L', v_naam,
+        'Events written by transactions with xid in [' || p_van || ', ' || p_tot || ').'
+    );
+    INSERT INTO nmc.event_partitie (naam, xid_van, xid_tot) VALUES (v_naam, p_van, p_tot);
+    RETURN v_naam;
+END
+$$;
+COMMENT ON FUNCTION nmc.create_event_partitie(xid8, xid8) IS
+'Creates and registers one xid range partition of the event log. Internal.';
+
+CREATE OR REPLACE FUNCTION nmc.maintain_event_partities(
+    p_breedte bigint DEFAULT 16777216, p_xid xid8 DEFAULT NULL
+)
+RETURNS text
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_nu CONSTANT bigint := coalesce(p_xid, pg_catalog.pg_current_xact_id())::text::bigint;
+    v_laatste nmc.event_partitie;
+    v_default_max bigint;
+    v_van bigint;
+BEGIN
+    SELECT * INTO v_laatste FROM nmc.event_partitie AS p
+    WHERE p.verwijderd_op IS NULL ORDER BY p.xid_tot DESC LIMIT 1;
+
+    -- 80% of the newest range handed out (in xids): time for the next one. Created ahead,
+    -- so inserts never reach the default partition and attaching scans an empty one.
+    IF v_nu < v_laatste.xid_van::text::bigint
+        + 0.8 * (v_laatste.xid_tot::text::bigint - v_laatste.xid_van::text::bigint) THEN
+        RETURN NULL;
+    END IF;
+    v_van := v_laatste.xid_tot::text::bigint;
+    -- If xids ran past every range (maintenance stopped), events sit in the default
+    -- partition: start the new range above them, so attaching cannot conflict.
+    SELECT pg_catalog.max(e.xid::text::bigint) INTO v_default_max FROM nmc.event_default AS e;
+    IF v_default_max IS NOT NULL AND v_default_max >= v_van THEN
+        v_van := (v_default_max / p_breedte + 1) * p_breedte;
+    END IF;
+    IF v_nu >= v_van + p_breedte THEN
+        v_van := (v_nu / p_breedte) * p_breedte;
+    END IF;
+    RETURN nmc.create_event_partitie(v_van::text::xid8, (v_van + p_breedte)::text::xid8);
+END
+$$;
+COMMENT ON FUNCTION nmc.maintain_event_partities(bigint, xid8) IS
+'Creates the next xid range (default width 2^24) once the newest range is 80% used, '
+'measured in xids handed out (p_xid: the current xid, given only by tests); starts above '
+'any rows in the default partition. Returns the new partition''s name, or NULL.';
+
+CREATE OR REPLACE FUNCTION nmc.drop_event_partities(p_xid xid8 DEFAULT NULL)
+RETURNS text[]
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_nu CONSTANT timestamptz := nmc.now();
+    v_partitie nmc.event_partitie;
+    v_jongste timestamptz;
+    v_weg text [] := '{}';
+BEGIN
+    FOR v_partitie IN
+        SELECT * FROM nmc.event_partitie AS p
+        WHERE p.verwijderd_op IS NULL
+            -- never the range the current xids are written to, nor anything above it
+            AND p.xid_tot <= coalesce(p_xid, pg_catalog.pg_current_xact_id())
+        ORDER BY p.xid_van
+    LOOP
+        EXECUTE pg_catalog.format('SELECT max(tijdstip) FROM nmc.%I', v_partitie.naam)
+        INTO v_jongste;
+        -- Only ranges whose youngest event passed the delivery-proof retention ...
+        EXIT WHEN v_jongste IS NOT NULL AND v_jongste >= v_nu
+            - (SELECT i.bewijs_bewaartermijn FROM nmc.instellingen AS i);
+        -- ... and that no live cursor (acknowledgement or webhook position younger than
+        -- its DV's max cursor age) still needs: a cursor below the range's end reads it.
+        EXIT WHEN EXISTS (
+            SELECT 1 FROM nmc.bevestiging AS b
+            INNER JOIN nmc.dienstverlener AS d ON d.dv_id = b.dv_id
+            WHERE b.xid < v_partitie.xid_tot AND b.bevestigd_op > v_nu - d.max_cursorleeftijd
+        ) OR EXISTS (
+            SELECT 1 FROM nmc.webhookpositie AS w
+            INNER JOIN nmc.dienstverlener AS d ON d.dv_id = w.dv_id
+            WHERE w.xid < v_partitie.xid_tot AND w.bijgewerkt_op > v_nu - d.max_cursorleeftijd
+        );
+        -- Dropping is the only removal from the append-only log.
+        EXECUTE pg_catalog.format('DROP TABLE nmc.%I', v_partitie.naam);
+        UPDATE nmc.event_partitie AS p SET verwijderd_op = v_nu WHERE p.naam = v_partitie.naam;
+        v_weg := v_weg || v_partitie.naam;
+    END LOOP;
+    RETURN v_weg;
+END
+$$;
+COMMENT ON FUNCTION nmc.drop_event_partities(xid8) IS
+'Drops, oldest first, the event partitions whose youngest event is older than the '
+'delivery-proof retention and into which no acknowledgement or webhook position younger '
+'than its DV''s max cursor age points; stops at the first that must stay. The register '
+'keeps the dropped range so older cursors get 410. Returns the dropped names. p_xid (the '
+'current xid) is given only by tests.';
+
+CREATE OR REPLACE FUNCTION nmc.raise_epoch()
+RETURNS integer
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    UPDATE nmc.cluster_epoch SET epoch = epoch + 1, verhoogd_op = pg_catalog.now()
+    RETURNING epoch
+$$;
+COMMENT ON FUNCTION nmc.raise_epoch() IS
+'Raises the cluster epoch (after a restore or a promotion that broke the xid series): '
+'every older cursor gets 410 and DVs restart from the oldest event or a snapshot. Admin.';

@@ -1,0 +1,80 @@
+-- Partition maintenance: the next range at 80%, never into a filled default; the drop rule.
+BEGIN;
+SELECT plan(12);
+\ir fixtures/setup.sql
+
+SELECT xid_tot::text::bigint AS eind FROM nmc.event_partitie \gset
+
+SELECT is(
+    nmc.maintain_event_partities(1000, (:eind * 0.79)::bigint::text::xid8), NULL,
+    'below 80% of the newest range nothing is created'
+);
+SELECT is(
+    nmc.maintain_event_partities(1000, (:eind * 0.8)::bigint::text::xid8),
+    'event_x' || lpad(:eind::text, 12, '0'),
+    'at 80% the next range is created'
+);
+SELECT results_eq(
+    format('SELECT xid_van::text, xid_tot::text FROM nmc.event_partitie WHERE xid_van = %L', :eind),
+    format('VALUES (%L, %L)', :eind, :eind + 1000),
+    'it continues where the newest ended, with the given width'
+);
+SELECT is(
+    nmc.maintain_event_partities(1000, (:eind * 0.8)::bigint::text::xid8), NULL,
+    'the new range is not yet 80% used: nothing more'
+);
+SELECT ok(
+    (
+        SELECT
+            obj_description(
+                ('nmc.event_x' || lpad(:eind::text, 12, '0'))::regclass, 'pg_class'
+            ) IS NOT NULL
+    ),
+    'the new partition states what it holds'
+);
+
+-- Xids ran past every range: events sit in the default partition.
+INSERT INTO nmc.event (notificatie_id, dv_id, sequence, van, naar, tijdstip, xid)
+VALUES (gen_random_uuid(), 1001, 1, NULL, 'aangenomen', nmc.now(), (:eind + 1500)::text::xid8);
+SELECT is(
+    (SELECT tableoid::regclass::text FROM nmc.event WHERE xid = (:eind + 1500)::text::xid8),
+    'nmc.event_default', 'an event beyond every range lands in the default partition'
+);
+SELECT is(
+    nmc.maintain_event_partities(1000, (:eind + 1600)::text::xid8),
+    'event_x' || lpad((((:eind + 1500) / 1000 + 1) * 1000)::text, 12, '0'),
+    'the next range starts above the rows in the default partition, so attaching cannot fail'
+);
+
+-- The drop rule: retention and live cursors.
+INSERT INTO nmc.event (notificatie_id, dv_id, sequence, van, naar, tijdstip, xid)
+VALUES (gen_random_uuid(), 1001, 1, NULL, 'aangenomen', nmc.now(), '30');
+SELECT is(
+    nmc.drop_event_partities((:eind + 2500)::text::xid8), '{}'::text[],
+    'a range with an event younger than the retention stays'
+);
+SELECT nmc.advance_clock('366 days');
+INSERT INTO nmc.bevestiging (dv_id, epoch, xid, event_id, bevestigd_op)
+VALUES (1001, 1, '25', 0, nmc.now() - interval '1 day');
+SELECT is(
+    nmc.drop_event_partities((:eind + 2500)::text::xid8), '{}'::text[],
+    'a range a live acknowledgement points into stays'
+);
+UPDATE nmc.bevestiging SET bevestigd_op = nmc.now() - interval '31 days';
+SELECT is(
+    nmc.drop_event_partities((:eind + 2500)::text::xid8),
+    ARRAY['event_x000000000000', 'event_x' || lpad(:eind::text, 12, '0')],
+    'past the retention and with only an expired cursor pointing in, the old ranges go'
+);
+SELECT ok(
+    (SELECT verwijderd_op IS NOT NULL FROM nmc.event_partitie WHERE naam = 'event_x000000000000')
+    AND to_regclass('nmc.event_x000000000000') IS NULL,
+    'the partition is dropped; the register keeps its range for 410s'
+);
+SELECT is(
+    pg_temp.fout($$SELECT nmc.page_events(1001, 1, '25', 0, nmc.now(), 10)$$),
+    'NM018:', 'a cursor into it now gets 410'
+);
+
+SELECT * FROM finish();
+ROLLBACK;
