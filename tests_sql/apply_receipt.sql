@@ -219,7 +219,10 @@ SELECT
         g.resultaat || ' ' || n.status || ' ' || coalesce(n.reden::text, '-') || ' '
         || (
             SELECT coalesce(array_agg(t.soort::text ORDER BY t.soort::text), '{}')::text
-            FROM nmc.taak AS t WHERE t.notificatie_id = n.id AND t.staat IN ('open', 'claimed')
+            FROM nmc.taak AS t
+            WHERE
+                t.notificatie_id = n.id AND t.staat IN ('open', 'claimed')
+                AND t.soort <> 'wissen'  -- every terminal status plans one (wissen.sql)
         ),
         g.want_resultaat || ' ' || g.want_status || ' ' || coalesce(g.want_reden, '-') || ' '
         || g.want_taken,

@@ -22,7 +22,10 @@ SELECT results_eq(
     'the cancel is an event like any transition'
 );
 SELECT results_eq(
-    format('SELECT staat::text FROM nmc.taak WHERE notificatie_id = %L', :'id'),
+    format(
+        'SELECT staat::text FROM nmc.taak WHERE notificatie_id = %L AND soort = ''verzenden''',
+        :'id'
+    ),
     $$VALUES ('done')$$,
     'the open send task is closed'
 );

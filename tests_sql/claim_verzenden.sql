@@ -66,7 +66,8 @@ SELECT is_empty(
 );
 SELECT results_eq(
     format('SELECT status::text, reden::text, (SELECT staat::text FROM nmc.taak
-            WHERE notificatie_id = %L) FROM nmc.notificatie WHERE id = %L', :'laat', :'laat'),
+            WHERE notificatie_id = %L AND soort = ''verzenden'') FROM nmc.notificatie
+            WHERE id = %L', :'laat', :'laat'),
     $$VALUES ('verlopen', 'verlopen', 'done')$$,
     'it goes to verlopen and its task is closed'
 );
@@ -174,7 +175,7 @@ SELECT is(
 SELECT pg_temp.nieuwe_notificatie(p_dvref => 'weg') AS weg \gset
 SELECT nmc.cancel_notificatie(1001, :'weg');
 SELECT is(
-    (SELECT staat::text FROM nmc.taak WHERE notificatie_id = :'weg'),
+    (SELECT staat::text FROM nmc.taak WHERE notificatie_id = :'weg' AND soort = 'verzenden'),
     'done',
     'cancel closes the send task before any claim'
 );

@@ -22,7 +22,7 @@ SELECT set_eq(
     $$SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc AS p
       WHERE p.pronamespace = 'nmc'::regnamespace
           AND pg_catalog.has_function_privilege('nmc_api', p.oid, 'EXECUTE')$$,
-    $$VALUES ('nmc.now()'),
+    $$VALUES ('nmc.now()'), ('nmc.metrics()'),
         ('nmc.intake_notificatie(uuid,integer,text,nmc.regie,bytea,smallint,bytea,bytea,bytea,bytea,text,timestamp with time zone,uuid,text,text)'),
         ('nmc.intake_notificaties(integer,nmc.regie,smallint,text,uuid,uuid[],text[],bytea[],bytea[],bytea[],bytea[],bytea[],timestamp with time zone[],text[],text[])'),
         ('nmc.cancel_notificatie(integer,uuid)'),
@@ -40,7 +40,7 @@ SELECT set_eq(
     $$SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc AS p
       WHERE p.pronamespace = 'nmc'::regnamespace
           AND pg_catalog.has_function_privilege('nmc_worker', p.oid, 'EXECUTE')$$,
-    $$VALUES ('nmc.now()'),
+    $$VALUES ('nmc.now()'), ('nmc.metrics()'),
         ('nmc.claim_taken(nmc.taak_soort,text,integer)'),
         ('nmc.claim_verzenden(text,integer)'),
         ('nmc.extend_lease(bigint,integer)'),
@@ -57,7 +57,11 @@ SELECT set_eq(
         ('nmc.ensure_controle()'),
         ('nmc.claim_ongeldig_melden(text,integer)'),
         ('nmc.maintain_event_partities(bigint,xid8)'),
-        ('nmc.drop_event_partities(xid8)')$$,
+        ('nmc.drop_event_partities(xid8)'),
+        ('nmc.process_wissen(integer)'),
+        ('nmc.delete_expired(integer)'),
+        ('nmc.list_rewrap(text,integer)'),
+        ('nmc.store_rewrap(uuid[],text[],bytea[],text)')$$,
     'nmc_worker may execute exactly the worker functions'
 );
 SELECT is_empty(
@@ -89,7 +93,9 @@ SELECT set_eq(
              ('process_vaststellingen'), ('run_controle'), ('ensure_controle'),
              ('claim_ongeldig_melden'), ('count_malformed_receipt'), ('page_events'),
              ('acknowledge_cursor'), ('snapshot_notificaties'), ('report_onbevestigd'),
-             ('maintain_event_partities'), ('drop_event_partities'), ('raise_epoch')$$,
+             ('maintain_event_partities'), ('drop_event_partities'), ('raise_epoch'),
+             ('process_wissen'), ('kek_status'), ('list_rewrap'), ('store_rewrap'),
+             ('delete_expired'), ('metrics')$$,
     'exactly the API functions run as SECURITY DEFINER'
 );
 SELECT ok(

@@ -48,6 +48,16 @@ BEGIN
         terminaal_op = CASE WHEN nmc.is_terminal(p_naar) THEN v_nu END
     WHERE id = p_notificatie_id;
 
+    -- Personal data goes a fixed term after the terminal status (SPEC §8).
+    IF nmc.is_terminal(p_naar) THEN
+        INSERT INTO nmc.taak (soort, dv_id, notificatie_id, due, aangemaakt_op)
+        SELECT 'wissen', v_dv_id, p_notificatie_id, v_nu + i.wistermijn, v_nu
+        FROM nmc.instellingen AS i
+        ON CONFLICT (notificatie_id, soort)
+        WHERE staat IN ('open', 'claimed') AND soort <> 'receipt' AND notificatie_id IS NOT NULL
+        DO UPDATE SET due = excluded.due;
+    END IF;
+
     RETURN v_versie + 1;
 END
 $$;
@@ -55,5 +65,6 @@ COMMENT ON FUNCTION nmc.transition_notificatie(uuid, nmc.notificatie_status, nmc
 'The only writer of notificatie.status: locks the row (FOR UPDATE), checks the pair '
 'against nmc.allowed_transitions() and the reason against the status, raises the version '
 'by one and writes the event with sequence = the new version in the same transaction. '
-'Returns the new version. Refusals: NM005 not found, NM001 pair not allowed (DETAIL = the '
-'current status), NM013 reason does not fit. Internal: callers are other nmc functions.';
+'On a terminal status it plans the wissen task (erase term later). Returns the new '
+'version. Refusals: NM005 not found, NM001 pair not allowed (DETAIL = the current status), '
+'NM013 reason does not fit. Internal: callers are other nmc functions.';

@@ -1,0 +1,50 @@
+-- Retention (SPEC §8): notifications and attempts go after the delivery-proof retention;
+-- bookkeeping rows after short terms. Small batches, short transactions.
+
+CREATE OR REPLACE FUNCTION nmc.delete_expired(p_batch integer DEFAULT 1000)
+RETURNS jsonb
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_nu CONSTANT timestamptz := nmc.now();
+    v_notificaties integer;
+    v_taken integer;
+    v_vensters integer;
+BEGIN
+    -- Attempts and tasks go with their notification (ON DELETE CASCADE).
+    DELETE FROM nmc.notificatie AS n
+    WHERE n.id IN (
+        SELECT x.id FROM nmc.notificatie AS x
+        WHERE x.terminaal_op < v_nu - (SELECT i.bewijs_bewaartermijn FROM nmc.instellingen AS i)
+        ORDER BY x.terminaal_op
+        LIMIT p_batch
+        FOR UPDATE SKIP LOCKED
+    );
+    GET DIAGNOSTICS v_notificaties = ROW_COUNT;
+
+    DELETE FROM nmc.taak AS t
+    WHERE t.id IN (
+        SELECT x.id FROM nmc.taak AS x
+        WHERE x.staat = 'done' AND x.afgerond_op < v_nu - INTERVAL '7 days'
+        LIMIT p_batch
+        FOR UPDATE SKIP LOCKED
+    );
+    GET DIAGNOSTICS v_taken = ROW_COUNT;
+
+    DELETE FROM nmc.quotumgebruik AS q WHERE q.venster_start < v_nu - INTERVAL '2 days';
+    GET DIAGNOSTICS v_vensters = ROW_COUNT;
+    DELETE FROM nmc.verzendbudget AS b WHERE b.venster_start < v_nu - INTERVAL '1 day';
+    DELETE FROM nmc.feedaanroep AS f WHERE f.venster_start < v_nu - INTERVAL '1 hour';
+
+    RETURN pg_catalog.jsonb_build_object(
+        'notificaties', v_notificaties, 'taken', v_taken, 'quotumvensters', v_vensters
+    );
+END
+$$;
+COMMENT ON FUNCTION nmc.delete_expired(integer) IS
+'One small retention batch: notifications terminal for longer than the delivery-proof '
+'retention (with their attempts and tasks), done tasks older than 7 days, and expired '
+'quota, budget and feed-rate windows. Returns the counts; call it until they are 0. '
+'Event partitions follow their own drop rule (nmc.drop_event_partities).';
