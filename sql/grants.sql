@@ -58,3 +58,8 @@ GRANT EXECUTE ON FUNCTION nmc.delete_expired(integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.list_rewrap(text, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.store_rewrap(uuid[], text[], bytea[], text) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.metrics() TO nmc_api, nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.ensure_terugkoppelen() TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.claim_terugkoppelen(text, integer) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.finish_terugkoppelen(bigint, integer, text, xid8, bigint)
+TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.resume_webhook(integer) TO nmc_api;

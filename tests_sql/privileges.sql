@@ -33,7 +33,8 @@ SELECT set_eq(
         ('nmc.count_malformed_receipt()'),
         ('nmc.page_events(integer,integer,xid8,bigint,timestamp with time zone,integer)'),
         ('nmc.acknowledge_cursor(integer,integer,xid8,bigint,timestamp with time zone)'),
-        ('nmc.snapshot_notificaties(integer,uuid,integer)')$$,
+        ('nmc.snapshot_notificaties(integer,uuid,integer)'),
+        ('nmc.resume_webhook(integer)')$$,
     'nmc_api may execute exactly the API functions'
 );
 SELECT set_eq(
@@ -61,7 +62,10 @@ SELECT set_eq(
         ('nmc.process_wissen(integer)'),
         ('nmc.delete_expired(integer)'),
         ('nmc.list_rewrap(text,integer)'),
-        ('nmc.store_rewrap(uuid[],text[],bytea[],text)')$$,
+        ('nmc.store_rewrap(uuid[],text[],bytea[],text)'),
+        ('nmc.ensure_terugkoppelen()'),
+        ('nmc.claim_terugkoppelen(text,integer)'),
+        ('nmc.finish_terugkoppelen(bigint,integer,text,xid8,bigint)')$$,
     'nmc_worker may execute exactly the worker functions'
 );
 SELECT is_empty(
@@ -95,7 +99,8 @@ SELECT set_eq(
              ('acknowledge_cursor'), ('snapshot_notificaties'), ('report_onbevestigd'),
              ('maintain_event_partities'), ('drop_event_partities'), ('raise_epoch'),
              ('process_wissen'), ('kek_status'), ('list_rewrap'), ('store_rewrap'),
-             ('delete_expired'), ('metrics')$$,
+             ('delete_expired'), ('metrics'), ('ensure_terugkoppelen'),
+             ('claim_terugkoppelen'), ('finish_terugkoppelen'), ('resume_webhook')$$,
     'exactly the API functions run as SECURITY DEFINER'
 );
 SELECT ok(

@@ -1,0 +1,82 @@
+-- The webhook task: its own position, batches, 2xx is not an ack, backoff, pause, 410, resume.
+BEGIN;
+SELECT plan(17);
+\ir fixtures/setup.sql
+
+UPDATE nmc.dienstverlener SET
+    webhook_url = 'https://dv.example/hook', webhook_max_batch = 2,
+    webhook_max_mislukt = 3
+WHERE dv_id = 1001;
+SELECT is(nmc.ensure_terugkoppelen(), 1, 'a DV with a webhook gets its task');
+SELECT is(nmc.ensure_terugkoppelen(), 0, 'only one');
+SELECT results_eq(
+    'SELECT epoch, xid = pg_snapshot_xmin(pg_current_snapshot()), event_id FROM nmc.webhookpositie',
+    $$VALUES (1, true, 0::bigint)$$,
+    'the delivery position starts at the watermark'
+);
+-- Events committed "long ago" past the position: xids just above it.
+UPDATE nmc.webhookpositie SET xid = '10';
+INSERT INTO nmc.event (notificatie_id, dv_id, sequence, van, naar, tijdstip, xid)
+SELECT gen_random_uuid(), 1001, 1, NULL, 'aangenomen', nmc.now(), (10 + i)::text::xid8
+FROM generate_series(1, 3) AS i;
+
+CREATE TEMP TABLE c1 AS SELECT * FROM nmc.claim_terugkoppelen('w', 5);
+SELECT results_eq(
+    $$SELECT webhook_url, jsonb_array_length(pagina -> 'events'), pagina ->> 'xid' FROM c1$$,
+    $$VALUES ('https://dv.example/hook', 2, '12')$$,
+    'the claim returns the URL and a batch of at most webhook_max_batch from the position'
+);
+SELECT is(
+    nmc.finish_terugkoppelen(
+        (SELECT taak_id FROM c1), (SELECT claim_epoch FROM c1), 'geleverd',
+        '12', ((SELECT pagina FROM c1) ->> 'eventId')::bigint
+    ),
+    'geleverd', 'a 2xx moves the delivery position'
+);
+SELECT is((SELECT xid::text FROM nmc.webhookpositie), '12', 'to the batch''s last event');
+SELECT is_empty('SELECT * FROM nmc.bevestiging', 'and is not an acknowledgement');
+SELECT results_eq(
+    $$SELECT staat::text, due = nmc.now() + interval '2 seconds' FROM nmc.taak
+      WHERE soort = 'terugkoppelen'$$,
+    $$VALUES ('open', true)$$,
+    'the task looks again shortly'
+);
+
+-- Failures: backoff, then a pause after webhook_max_mislukt (3).
+CREATE FUNCTION pg_temp.faal() RETURNS text LANGUAGE plpgsql AS $$
+DECLARE v record;
+BEGIN
+    UPDATE nmc.taak SET due = nmc.now() WHERE soort = 'terugkoppelen' AND staat = 'open';
+    SELECT * INTO v FROM nmc.claim_terugkoppelen('w', 5);
+    RETURN nmc.finish_terugkoppelen(v.taak_id, v.claim_epoch, 'mislukt');
+END $$;
+SELECT is(pg_temp.faal(), 'uitgesteld', 'a failed call backs off');
+SELECT is((SELECT xid::text FROM nmc.webhookpositie), '12', 'without moving the position');
+SELECT is(pg_temp.faal(), 'uitgesteld', 'a second failure backs off more');
+SELECT is(pg_temp.faal(), 'gepauzeerd', 'the third failure pauses the webhook');
+SELECT ok(
+    (SELECT gepauzeerd_tot = nmc.now() + interval '1 minute' FROM nmc.webhookpositie),
+    'the first pause is short, and grows'
+);
+SELECT is(nmc.resume_webhook(1001), 'hervat', 'the DV can resume at once');
+SELECT results_eq(
+    $$SELECT w.mislukt, w.gepauzeerd_tot, t.due = nmc.now() FROM nmc.webhookpositie AS w
+      JOIN nmc.taak AS t ON t.dv_id = w.dv_id AND t.soort = 'terugkoppelen' AND t.staat = 'open'$$,
+    $$VALUES (0, NULL::timestamptz, true)$$,
+    'resuming clears the failures and the pause and plans delivery now'
+);
+
+-- A 410 from the DV disables the webhook until it resumes.
+CREATE TEMP TABLE c2 AS SELECT * FROM nmc.claim_terugkoppelen('w', 5);
+SELECT is(
+    nmc.finish_terugkoppelen((SELECT taak_id FROM c2), (SELECT claim_epoch FROM c2), 'weg'),
+    'uitgeschakeld', 'a 410 from the DV disables the webhook'
+);
+SELECT nmc.ensure_terugkoppelen();
+SELECT is_empty(
+    $$SELECT 1 FROM nmc.taak WHERE soort = 'terugkoppelen' AND staat = 'open'$$,
+    'no task is planned while it is disabled'
+);
+
+SELECT * FROM finish();
+ROLLBACK;
