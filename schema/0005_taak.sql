@@ -3,7 +3,9 @@
 CREATE TABLE nmc.taak (
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     soort nmc.taak_soort NOT NULL,
-    dv_id integer REFERENCES nmc.dienstverlener (dv_id),
+    -- Not a foreign key: DVs are never deleted, and a check per task on the hot path buys
+    -- nothing (the notification's own key already ties it to its DV).
+    dv_id integer,
     notificatie_id uuid REFERENCES nmc.notificatie (id) ON DELETE CASCADE,
     poging_id uuid REFERENCES nmc.poging (id) ON DELETE CASCADE,
     due timestamptz NOT NULL,
@@ -88,12 +90,14 @@ CREATE TABLE nmc.quotumgebruik (
     dv_id integer NOT NULL REFERENCES nmc.dienstverlener (dv_id),
     venster text NOT NULL CHECK (venster IN ('minuut', 'dag')),
     venster_start timestamptz NOT NULL,
+    deel smallint NOT NULL DEFAULT 0 CHECK (deel BETWEEN 0 AND 15),
     aantal integer NOT NULL CHECK (aantal >= 0),
-    PRIMARY KEY (dv_id, venster, venster_start)
+    PRIMARY KEY (dv_id, venster, venster_start, deel)
 );
 COMMENT ON TABLE nmc.quotumgebruik IS
-'Notifications accepted per DV per minute and per day, for the intake quota (429). '
-'Retention: windows older than two days are removed by maintenance.';
+'Notifications accepted per DV per minute and per day, for the intake quota (429), in up '
+'to 16 counter rows (deel) per window so concurrent intakes of one DV do not queue on one '
+'row lock until commit. Retention: windows older than two days are removed by maintenance.';
 
 CREATE TABLE nmc.bevestiging (
     dv_id integer PRIMARY KEY REFERENCES nmc.dienstverlener (dv_id),

@@ -24,6 +24,9 @@ ALTER ROLE nmc_api SET statement_timeout = '5s';
 ALTER ROLE nmc_api SET idle_in_transaction_session_timeout = '10s';
 ALTER ROLE nmc_worker SET statement_timeout = '30s';
 ALTER ROLE nmc_worker SET idle_in_transaction_session_timeout = '60s';
+-- Timestamps the functions render (JSON) do not depend on the server's time zone.
+ALTER ROLE nmc_api SET timezone = 'UTC';
+ALTER ROLE nmc_worker SET timezone = 'UTC';
 DO $$
 BEGIN
     IF pg_catalog.current_setting('server_version_num')::int >= 170000 THEN

@@ -25,7 +25,7 @@ SELECT is(
     'the refused intake stored nothing'
 );
 SELECT is(
-    (SELECT aantal FROM nmc.quotumgebruik WHERE dv_id = 1002 AND venster = 'minuut'),
+    (SELECT sum(aantal)::integer FROM nmc.quotumgebruik WHERE dv_id = 1002 AND venster = 'minuut'),
     5,
     'and did not count'
 );

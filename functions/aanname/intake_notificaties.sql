@@ -67,7 +67,13 @@ BEGIN
         FROM unnest(p_berichttypen, p_dvref_hmacs, p_payload_hashes, p_geldig_tot)
             WITH ORDINALITY AS u (berichttype, hmac, hash, geldig_tot, nr)
         LEFT JOIN nmc.berichttype AS b ON b.dv_id = p_dv_id AND b.code = u.berichttype
-        LEFT JOIN nmc.notificatie AS n ON n.dv_id = p_dv_id AND n.dvref_hmac = u.hmac
+        -- One index probe per item (LIMIT keeps the planner from turning it into a join
+        -- that scans the DV's notifications when statistics are stale).
+        LEFT JOIN LATERAL (
+            SELECT x.payload_hash FROM nmc.notificatie AS x
+            WHERE x.dv_id = p_dv_id AND x.dvref_hmac = u.hmac
+            LIMIT 1
+        ) AS n ON true
     )
 
     SELECT
@@ -140,7 +146,11 @@ BEGIN
         pg_catalog.min(u.nr - 1) FILTER (WHERE n.payload_hash <> u.hash)
     INTO v_uit_ids, v_uit_nieuw, v_fout_payload
     FROM unnest(p_ids, p_dvref_hmacs, p_payload_hashes) WITH ORDINALITY AS u (id, hmac, hash, nr)
-    INNER JOIN nmc.notificatie AS n ON n.dv_id = p_dv_id AND n.dvref_hmac = u.hmac;
+    INNER JOIN LATERAL (
+        SELECT x.id, x.payload_hash FROM nmc.notificatie AS x
+        WHERE x.dv_id = p_dv_id AND x.dvref_hmac = u.hmac
+        LIMIT 1
+    ) AS n ON true;
     IF v_fout_payload IS NOT NULL THEN
         RAISE EXCEPTION 'this dvRef was accepted before with another payload'
             USING ERRCODE = 'NM007', DETAIL = v_fout_payload::text;

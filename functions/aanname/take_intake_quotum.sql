@@ -15,16 +15,26 @@ DECLARE
     v_dag CONSTANT timestamptz := pg_catalog.date_trunc('day', p_nu, 'Europe/Amsterdam');
     v_boven text;
 BEGIN
-    WITH genomen AS (
-        INSERT INTO nmc.quotumgebruik AS q (dv_id, venster, venster_start, aantal)
-        VALUES (p_dv.dv_id, 'minuut', v_minuut, p_aantal), (p_dv.dv_id, 'dag', v_dag, p_aantal)
-        ON CONFLICT (dv_id, venster, venster_start)
-        DO UPDATE SET aantal = q.aantal + excluded.aantal
-        RETURNING q.venster, q.aantal
-    )
+    -- Each session counts in its own share of the window's rows (by backend pid), so
+    -- concurrent intakes of one DV do not wait for each other's commit; the check sums
+    -- all shares. Committed counts of others are seen, in-flight ones not: concurrent
+    -- intakes may overshoot the quota by at most their number, never undercount.
+    INSERT INTO nmc.quotumgebruik AS q (dv_id, venster, venster_start, deel, aantal)
+    VALUES
+    (p_dv.dv_id, 'minuut', v_minuut, pg_catalog.pg_backend_pid() % 16, p_aantal),
+    (p_dv.dv_id, 'dag', v_dag, pg_catalog.pg_backend_pid() % 16, p_aantal)
+    ON CONFLICT (dv_id, venster, venster_start, deel)
+    DO UPDATE SET aantal = q.aantal + excluded.aantal;
 
     SELECT g.venster INTO v_boven
-    FROM genomen AS g
+    FROM (
+        SELECT q.venster, pg_catalog.sum(q.aantal) AS aantal
+        FROM nmc.quotumgebruik AS q
+        WHERE q.dv_id = p_dv.dv_id
+            AND ((q.venster = 'minuut' AND q.venster_start = v_minuut)
+                 OR (q.venster = 'dag' AND q.venster_start = v_dag))
+        GROUP BY q.venster
+    ) AS g
     WHERE (g.venster = 'minuut' AND g.aantal > p_dv.quotum_per_minuut)
         OR (g.venster = 'dag' AND g.aantal > p_dv.quotum_per_dag)
     -- The day window waits longest; report it when both are exceeded.
@@ -46,6 +56,7 @@ END
 $$;
 COMMENT ON FUNCTION nmc.take_intake_quotum(nmc.dienstverlener, integer, timestamptz) IS
 'Counts p_aantal new notifications against the DV''s quota per minute and per (Amsterdam) '
-'day with INSERT … ON CONFLICT DO UPDATE … RETURNING. Over either quota: NM009 with '
+'day (an upsert into this session''s share of the window, then the sum). Over either '
+'quota: NM009 with '
 'DETAIL = seconds until the exceeded window ends (the Retry-After); the caller''s '
 'transaction rolls back, counter included.';

@@ -1,11 +1,13 @@
 -- The table of allowed (van, naar) pairs: the one copy the trigger and the writer use.
+-- These four tiny IMMUTABLE SQL functions carry no SET search_path on purpose: that clause
+-- stops PostgreSQL from inlining them, and the guard trigger calls them for every row. They
+-- name only qualified objects and run inside callers that pin search_path.
 
 CREATE OR REPLACE FUNCTION nmc.allowed_transitions()
 RETURNS TABLE (van nmc.notificatie_status, naar nmc.notificatie_status)
 LANGUAGE sql
 IMMUTABLE
 PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT t.van::nmc.notificatie_status, t.naar::nmc.notificatie_status
     FROM (VALUES
@@ -49,7 +51,6 @@ RETURNS boolean
 LANGUAGE sql
 IMMUTABLE
 PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT EXISTS (
         SELECT 1 FROM nmc.allowed_transitions() AS t
@@ -64,7 +65,6 @@ RETURNS boolean
 LANGUAGE sql
 IMMUTABLE
 PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT p_status IN (
         'definitief-bezorgd', 'niet-bezorgbaar', 'technisch-mislukt',
@@ -82,7 +82,6 @@ RETURNS boolean
 LANGUAGE sql
 IMMUTABLE
 PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT CASE p_status
         WHEN 'niet-bezorgbaar' THEN p_reden IN ('onbereikbaar', 'geen-contactgegevens')
