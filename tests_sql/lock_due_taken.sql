@@ -1,6 +1,6 @@
 -- Fair claims: a share per DV with due work, expired leases first, SKIP LOCKED.
 BEGIN;
-SELECT plan(9);
+SELECT plan(11);
 \ir fixtures/setup.sql
 
 INSERT INTO nmc.dienstverlener (dv_id, oin, naam) OVERRIDING SYSTEM VALUE
@@ -89,6 +89,23 @@ SELECT results_eq(
       INNER JOIN nmc.taak AS t ON t.id = l.taak_id$$,
     $$VALUES (1002, 0)$$,
     'a task whose lease ran out is taken first, even when not otherwise due'
+);
+-- More DVs than the batch holds: never more than the batch, and the longest waiting first.
+INSERT INTO nmc.dienstverlener (dv_id, oin, naam) OVERRIDING SYSTEM VALUE
+SELECT 3000 + i, lpad((3000 + i)::text, 20, '0'), 'DV ' || i FROM generate_series(1, 30) AS i;
+INSERT INTO nmc.taak (soort, dv_id, due, aangemaakt_op)
+SELECT 'reconciliëren', 3000 + i, nmc.now() - (i * interval '1 minute'), nmc.now()
+FROM generate_series(1, 30) AS i;
+SELECT is(
+    (SELECT count(*)::integer FROM nmc.lock_due_taken('reconciliëren', 20)),
+    20,
+    'with 30 DVs and a batch of 20 the claim returns exactly 20'
+);
+SELECT set_eq(
+    $$SELECT t.dv_id FROM nmc.lock_due_taken('reconciliëren', 5) AS l
+      INNER JOIN nmc.taak AS t ON t.id = l.taak_id$$,
+    $$VALUES (3030), (3029), (3028), (3027), (3026)$$,
+    'the DVs that waited longest get the places'
 );
 SELECT is_empty(
     $$SELECT * FROM nmc.lock_due_taken('wissen', 10)$$,

@@ -44,14 +44,23 @@ BEGIN
             FROM dv WHERE dv.dv_id IS NOT NULL
         )
 
-        SELECT coalesce(pg_catalog.array_agg(dv.dv_id ORDER BY dv.dv_id), '{}') INTO v_dvs
-        FROM dv
-        WHERE dv.dv_id IS NOT NULL
-            AND EXISTS (
-                SELECT 1 FROM nmc.taak AS t
-                WHERE t.soort = p_soort AND t.staat = 'open' AND t.dv_id = dv.dv_id
-                    AND t.due <= v_nu
-            );
+        -- At most as many DVs as there is room for, those waiting longest first, so with
+        -- more DVs than the batch holds every DV still gets its turn.
+        SELECT coalesce(pg_catalog.array_agg(w.dv_id ORDER BY w.oudste, w.dv_id), '{}')
+        INTO v_dvs
+        FROM (
+            SELECT dv.dv_id, o.oudste
+            FROM dv,
+                LATERAL (
+                    SELECT t.due AS oudste FROM nmc.taak AS t
+                    WHERE t.soort = p_soort AND t.staat = 'open' AND t.dv_id = dv.dv_id
+                        AND t.due <= v_nu
+                    ORDER BY t.due LIMIT 1
+                ) AS o
+            WHERE dv.dv_id IS NOT NULL
+            ORDER BY o.oudste, dv.dv_id
+            LIMIT p_batch - pg_catalog.cardinality(v_ids)
+        ) AS w;
 
         -- 3. An equal share of the remaining batch per DV, oldest due first; the rank
         -- (position within its DV) lets a later cut keep the round robin.
@@ -95,11 +104,16 @@ BEGIN
         ) AS t;
     END IF;
 
-    RETURN QUERY SELECT u.id, u.rang FROM unnest(v_ids, v_rangen) AS u (id, rang);
+    -- Shares are rounded up: cut back to the batch, keeping the round robin.
+    RETURN QUERY
+    SELECT u.id, u.rang FROM unnest(v_ids, v_rangen) AS u (id, rang)
+    ORDER BY u.rang, u.id
+    LIMIT p_batch;
 END
 $$;
 COMMENT ON FUNCTION nmc.lock_due_taken(nmc.taak_soort, integer) IS
-'Locks (FOR UPDATE SKIP LOCKED) up to p_batch claimable tasks of one kind: expired leases '
-'first (rank 0), then an equal share per DV with due work (rank = position within the DV, '
-'so cutting by rank keeps the round robin), then any due task to fill the batch. Used by '
-'the claim functions inside their own transaction.';
+'Returns up to p_batch claimable tasks of one kind, locked FOR UPDATE SKIP LOCKED: expired '
+'leases first (rank 0), then an equal share for each DV with due work (at most p_batch '
+'DVs, longest waiting first; rank = position within the DV, so cutting by rank keeps the '
+'round robin), then any due task to fill the batch. Rows locked beyond the cut stay '
+'unclaimed and are released at the claim''s commit.';
