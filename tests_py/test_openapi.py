@@ -72,6 +72,10 @@ def test_paths_and_methods(doc):
         ("/notificaties", "get"),
         ("/notificaties/{notificatieId}", "get"),
         ("/notificaties/{notificatieId}", "delete"),
+        ("/notificaties/wijzigingen", "get"),
+        ("/notificaties/wijzigingen/bevestiging", "put"),
+        ("/notificaties/_snapshot", "get"),
+        ("/webhook/hervatten", "post"),
         ("/openapi.json", "get"),
     }
 
@@ -275,3 +279,36 @@ def test_passes_the_nl_api_design_rules_linter(doc, tmp_path):
     on_broken = {f["code"] for f in findings if Path(f["source"]).name == "broken.json"}
     assert on_good == [], json.dumps(on_good, indent=2)
     assert on_broken == {"nlgov:missing-version-header", "nlgov:problem-schema-members"}
+
+
+# --------------------------------------------------------------------------------------------
+# The feed (issue 6)
+
+
+def test_feed_operations(doc):
+    feed = doc["paths"]["/notificaties/wijzigingen"]["get"]
+    assert {"200", "400", "410", "429"} <= set(feed["responses"])
+    assert set(feed["responses"]["200"]["content"]) == {"application/json", "text/event-stream"}
+    params = {p["name"]: p for p in feed["parameters"]}
+    assert set(params) == {"cursor", "limiet", "Last-Event-ID"}
+    ack = doc["paths"]["/notificaties/wijzigingen/bevestiging"]["put"]
+    assert set(ack["responses"]["204"]["headers"]) == {"API-Version", "Nmc-Bevestiging"}
+    assert "410" in ack["responses"]
+    snapshot = doc["paths"]["/notificaties/_snapshot"]["get"]
+    assert {p["name"] for p in snapshot["parameters"]} == {"na", "limiet"}
+    assert "404" in doc["paths"]["/webhook/hervatten"]["post"]["responses"]
+
+
+def test_the_cloudevent_schema_lists_exactly_the_attributes_the_api_sends(doc):
+    from nmc.cloudevents import ATTRIBUTES, TYPE_PREFIX
+
+    schema = doc["components"]["schemas"]["CloudEvent"]
+    assert set(schema["required"]) == set(schema["properties"]) == set(ATTRIBUTES)
+    assert schema["properties"]["type"]["enum"] == [TYPE_PREFIX + s for s in NOTIFICATIE_STATUSES]
+
+
+def test_the_webhook_is_documented_with_its_own_security(doc):
+    webhook = doc["webhooks"]["statuswijzigingen"]["post"]
+    assert webhook["security"] == [{"nmcWebhook": []}]
+    assert "application/cloudevents-batch+json" in webhook["requestBody"]["content"]
+    assert "jwks.json" in doc["info"]["description"]

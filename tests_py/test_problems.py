@@ -163,6 +163,8 @@ def test_conflict_with_members():
         ("NM012", 400, "ongeldige-invoer"),
         ("NM013", 400, "ongeldige-invoer"),
         ("NM014", 400, "ongeldige-invoer"),
+        ("NM018", 410, "cursor-vervallen"),
+        ("NM019", 429, "aanroeplimiet-overschreden"),
     ],
 )
 def test_sqlstate_table(sqlstate, status, slug):
@@ -170,8 +172,15 @@ def test_sqlstate_table(sqlstate, status, slug):
     assert (problem.status, problem.slug) == (status, slug)
 
 
-def test_the_table_covers_nm001_to_nm014():
-    assert sorted(p.SQLSTATE_PROBLEMS) == [f"NM{n:03d}" for n in range(1, 15)]
+def test_the_table_covers_the_api_sqlstates():
+    # NM015-NM017 and NM020 come only from internal or admin calls (docs/errors.md).
+    expected = [f"NM{n:03d}" for n in (*range(1, 15), 18, 19)]
+    assert sorted(p.SQLSTATE_PROBLEMS) == expected
+
+
+def test_nm019_is_the_feed_call_rate_with_retry_after():
+    problem = p.problem_from_db_error(FakeDbError("NM019", detail="17"))
+    assert (problem.slug, problem.headers["Retry-After"]) == ("aanroeplimiet-overschreden", "17")
 
 
 def test_message_text_is_never_used():

@@ -5,6 +5,7 @@ message on stderr and exit with code 1.
 """
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Callable
@@ -12,7 +13,8 @@ from pathlib import Path
 
 import psycopg
 
-from nmc import clock, pgtap
+from nmc import admin as admin_tasks
+from nmc import admin_ops, clock, pgtap
 from nmc.config import Settings
 from nmc.database import ROLE_USERS, connect, connection_url
 from nmc.embedded_db import EmbeddedCluster, Status
@@ -102,6 +104,239 @@ def dev_pgtap(args: argparse.Namespace, settings: Settings) -> int:
     return pgtap.run(settings, args.files)
 
 
+# --- The DV API, onboarding and dev secrets (issue 3): `nmc api`, `nmc admin dv|token|keys` ---
+
+
+def api_serve(args: argparse.Namespace, settings: Settings) -> int:
+    from nmc.api.serve import serve  # uvicorn and the app load only for this command
+
+    serve(args.host, args.port, workers=args.workers, access_log=args.access_log)
+    return 0
+
+
+def admin_dv_apply(args: argparse.Namespace, settings: Settings) -> int:
+    dv_id, oin = admin_tasks.apply_dv(settings, args.file)
+    print(f"dienstverlener {oin} applied (dv_id {dv_id})")
+    return 0
+
+
+def admin_dv_list(args: argparse.Namespace, settings: Settings) -> int:
+    dvs = admin_tasks.list_dvs(settings)
+    print(json.dumps(dvs, indent=2) if args.json else admin_tasks.format_dvs(dvs))
+    return 0
+
+
+def admin_token(args: argparse.Namespace, settings: Settings) -> int:
+    print(admin_tasks.dev_token(args.oin, args.ttl))
+    return 0
+
+
+def admin_keys_init(args: argparse.Namespace, settings: Settings) -> int:
+    env_file = admin_tasks.init_secrets(args.dir or settings.home / "secrets", force=args.force)
+    print(f"dev secrets written; load them with:  set -a; . {env_file}; set +a")
+    return 0
+
+
+# --- end of the DV API block ---
+
+
+# --- The send pipeline (issues 4 and 5): `nmc worker`, `nmc sim notifynl|profielservice|ldv` ---
+
+
+def worker_command(args: argparse.Namespace, settings: Settings) -> int:
+    import asyncio
+
+    from nmc.worker import config as worker_config
+    from nmc.worker import logs
+    from nmc.worker.loop import main as run_worker
+
+    config = worker_config.WorkerConfig.from_env(
+        settings,
+        kinds=worker_config.parse_kinds(args.kinds),
+        batch=args.batch,
+        concurrency=args.concurrency,
+        poll_interval=args.poll_interval,
+    )
+    logs.configure()
+    asyncio.run(run_worker(config))
+    return 0
+
+
+def sim_command(args: argparse.Namespace, settings: Settings) -> int:
+    from nmc.sim import cli as sim_cli
+
+    sim_cli.serve(args)
+    return 0
+
+
+def _add_pipeline_commands(commands: argparse._SubParsersAction) -> None:
+    from nmc.sim.cli import add_arguments as add_sim_arguments
+
+    worker = _command(commands, "worker", worker_command, "claim and work tasks until SIGTERM")
+    worker.add_argument(
+        "--kinds", default="all", help="comma-separated task kinds (default: all)"
+    )
+    worker.add_argument("--batch", type=int, default=20, help="tasks per claim (20)")
+    worker.add_argument(
+        "--concurrency", type=int, default=20, help="tasks worked at once per kind (20)"
+    )
+    worker.add_argument(
+        "--poll-interval", type=float, default=0.5, help="seconds to sleep when idle (0.5)"
+    )
+    sim = _group(commands, "sim", "simulators of NotifyNL, the Profielservice and the LDV")
+    for name, help_text in (
+        ("notifynl", "a NotifyNL simulator (tests and demo only)"),
+        ("profielservice", "a Profielservice simulator (tests and demo only)"),
+        ("ldv", "an LDV collector simulator (tests and demo only)"),
+    ):
+        add_sim_arguments(name, _command(sim, name, sim_command, help_text))
+
+
+# --- end of the send pipeline block ---
+
+
+# --- Feed and operations (issues 6 and 7): `nmc admin epoch|report|tasks|notificatie|kek` ---
+
+
+def admin_epoch_raise(args: argparse.Namespace, settings: Settings) -> int:
+    epoch = admin_ops.raise_epoch(settings)
+    print(f"cluster epoch raised to {epoch}: every older cursor now gets 410")
+    return 0
+
+
+def admin_report_onbevestigd(args: argparse.Namespace, settings: Settings) -> int:
+    rows = admin_ops.report_onbevestigd(settings)
+    columns = ("dv_id", "naam", "beheerkanaal", "aantal", "oudste")
+    print(admin_ops.to_json(rows) if args.json else admin_ops.format_table(rows, columns))
+    return 0
+
+
+def admin_report_geen_contactgegevens(args: argparse.Namespace, settings: Settings) -> int:
+    from nmc.api.settings import geen_contactgegevens_drempel
+
+    drempel = args.drempel if args.drempel is not None else geen_contactgegevens_drempel(os.environ)
+    rows = admin_ops.report_geen_contactgegevens(settings, drempel)
+    if args.json:
+        print(admin_ops.to_json({"drempel": drempel, "dienstverleners": rows}))
+    else:
+        print(f"drempel {drempel}")
+        columns = ("dv_id", "naam", "aandeel", "boven_drempel")
+        print(admin_ops.format_table(rows, columns))
+    return 0
+
+
+def admin_tasks_list(args: argparse.Namespace, settings: Settings) -> int:
+    rows = admin_ops.list_tasks(settings, args.state, args.kind, args.limit)
+    columns = ("id", "soort", "staat", "dv_id", "notificatie_id", "due", "pogingen",
+               "laatste_fout")  # fmt: skip
+    print(admin_ops.to_json(rows) if args.json else admin_ops.format_table(rows, columns))
+    return 0
+
+
+def admin_tasks_reopen(args: argparse.Namespace, settings: Settings) -> int:
+    admin_ops.reopen_task(settings, args.id, args.toelichting, args.door)
+    print(f"task {args.id} reopened (due now)")
+    return 0
+
+
+def admin_notificatie_force(args: argparse.Namespace, settings: Settings) -> int:
+    versie = admin_ops.force_notificatie(
+        settings, args.id, args.status, args.reden, args.toelichting, args.door
+    )
+    print(f"notificatie {args.id} is now {args.status} (versie {versie})")
+    return 0
+
+
+def admin_kek_status(args: argparse.Namespace, settings: Settings) -> int:
+    from nmc.crypto import CryptoConfigError, load_kek_ring
+
+    try:
+        ring = load_kek_ring()
+    except CryptoConfigError:
+        ring = None  # the counts alone still help
+    rows = admin_ops.kek_status(settings, ring)
+    columns = ("kek_id", "sleutels", *(("in_ring", "actief") if ring else ()))
+    print(admin_ops.to_json(rows) if args.json else admin_ops.format_table(rows, columns))
+    return 0
+
+
+def admin_kek_rotate(args: argparse.Namespace, settings: Settings) -> int:
+    from nmc.crypto import load_kek_ring
+
+    def progress(stored: int, total: int) -> None:
+        print(f"re-wrapped {stored} (total {total})", flush=True)
+
+    total = admin_ops.rotate_kek(
+        settings, load_kek_ring(), args.to, batch=args.batch, progress=progress
+    )
+    print(f"done: {total} data key(s) re-wrapped under {args.to}")
+    return 0
+
+
+def _add_operations_commands(admin: argparse._SubParsersAction) -> None:
+    import getpass
+    import uuid
+
+    from nmc.status import NOTIFICATIE_STATUSES, REDENEN
+
+    try:
+        door = getpass.getuser()
+    except (KeyError, OSError):  # no login name (a container with an arbitrary uid)
+        door = "onbekend"
+    epoch = _group(admin, "epoch", "the cluster epoch of the feed cursors")
+    _command(epoch, "raise", admin_epoch_raise, "raise it after a restore or a broken xid series")
+
+    report = _group(admin, "report", "reports for the beheer channel")
+    onbevestigd = _command(
+        report, "onbevestigd", admin_report_onbevestigd,
+        "unacknowledged terminal statuses older than each DV's ack term",
+    )  # fmt: skip
+    geen = _command(
+        report, "geen-contactgegevens", admin_report_geen_contactgegevens,
+        "share of geen-contactgegevens per DV, flagged above the threshold",
+    )  # fmt: skip
+    geen.add_argument(
+        "--drempel", type=float, help="threshold share (default NMC_GEEN_CONTACTGEGEVENS_DREMPEL)"
+    )
+
+    tasks = _group(admin, "tasks", "tasks that need an operator")
+    task_list = _command(tasks, "list", admin_tasks_list, "list tasks (default: mislukt)")
+    task_list.add_argument(
+        "--state", default="mislukt", choices=("open", "claimed", "done", "mislukt")
+    )
+    task_list.add_argument("--kind", help="one task kind, e.g. verzenden")
+    task_list.add_argument("--limit", type=int, default=100, help="at most this many (100)")
+    reopen = _command(tasks, "reopen", admin_tasks_reopen, "reopen a mislukt task (audited)")
+    reopen.add_argument("id", type=int)
+
+    notificatie = _group(admin, "notificatie", "one notification")
+    force = _command(
+        notificatie, "force", admin_notificatie_force,
+        "force a status along an allowed transition (audited)",
+    )  # fmt: skip
+    force.add_argument("id", type=uuid.UUID)
+    force.add_argument("status", choices=NOTIFICATIE_STATUSES)
+    force.add_argument("--reden", choices=REDENEN)
+
+    for audited in (reopen, force):
+        audited.add_argument("--toelichting", required=True, help="why (kept in the audit)")
+        audited.add_argument("--door", default=door, help=f"who (default: {door})")
+
+    kek = _group(admin, "kek", "key-encryption keys")
+    kek_status_command = _command(kek, "status", admin_kek_status, "live data keys per KEK")
+    rotate = _command(
+        kek, "rotate", admin_kek_rotate, "re-wrap every live data key under another KEK"
+    )
+    rotate.add_argument("--to", required=True, help="the KEK id (in NMC_KEK_FILE)")
+    rotate.add_argument("--batch", type=int, default=admin_ops.REWRAP_BATCH, help="keys per batch")
+
+    for listing in (onbevestigd, geen, task_list, kek_status_command):
+        listing.add_argument("--json", action="store_true", help="print JSON")
+
+
+# --- end of the feed and operations block ---
+
+
 def _print_migration(plan: Plan) -> None:
     for schema_file in plan.pending_schema:
         print(f"applied  {schema_file.path}")
@@ -156,6 +391,36 @@ def _parser() -> argparse.ArgumentParser:
     )
     advance.add_argument("duration", help="7d, 1h, 90m, 30s or any PostgreSQL interval")
     _command(clock_group, "show", clock_show, "print nmc.now()")
+
+    # --- The DV API, onboarding and dev secrets (issue 3) ---
+    api = _command(commands, "api", api_serve, "serve the DV API (uvicorn)")
+    api.add_argument("--host", default="127.0.0.1")
+    api.add_argument("--port", type=int, default=8080)
+    api.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+    api.add_argument(
+        "--no-access-log", dest="access_log", action="store_false", help="no access log lines"
+    )
+    dv = _group(admin, "dv", "the DV register (onboarding)")
+    dv_apply = _command(dv, "apply", admin_dv_apply, "create or update a DV from a JSON file")
+    dv_apply.add_argument("file", type=Path, help="the DV document (see README)")
+    dv_list = _command(dv, "list", admin_dv_list, "list the DVs")
+    dv_list.add_argument("--json", action="store_true", help="print JSON")
+    token = _command(
+        admin, "token", admin_token, "issue a token from the dev IAM key (development only)"
+    )
+    token.add_argument("--oin", required=True, help="the DV's OIN (20 digits)")
+    token.add_argument("--ttl", type=int, default=3600, help="lifetime in seconds (3600)")
+    keys = _group(admin, "keys", "development secrets")
+    keys_init = _command(
+        keys, "init", admin_keys_init, "write dev KEK, peppers, dev IAM key and JWKS"
+    )
+    keys_init.add_argument("--dir", type=Path, help="default: $NMC_HOME/secrets")
+    keys_init.add_argument("--force", action="store_true", help="replace existing files")
+    # --- end of the DV API block ---
+
+    _add_operations_commands(admin)  # the feed and operations (issues 6 and 7)
+
+    _add_pipeline_commands(commands)  # the send pipeline (issues 4 and 5)
 
     dev = _group(commands, "dev", "developer tools")
     pgtap_command = _command(dev, "pgtap", dev_pgtap, "run the pgTAP tests on a fresh database")

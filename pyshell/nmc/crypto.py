@@ -213,6 +213,23 @@ def open_sealed(
     return Opened(recipient=recipient.decode("utf-8"), berichtgegevens=json.loads(gegevens))
 
 
+def open_recipient(
+    notificatie_id: uuid.UUID,
+    dv_id: int,
+    recipient: bytes,
+    wrapped_key: bytes,
+    kek_id: str,
+    *,
+    ring: KekRing | None = None,
+) -> str:
+    """Decrypt only the recipient (the invalid-report task needs nothing else)."""
+    ring = kek_ring() if ring is None else ring
+    _check_ids(notificatie_id, dv_id)
+    data_key = _unwrap(ring, kek_id, wrapped_key, notificatie_id)
+    plain = _decrypt(data_key, recipient, _field_aad(notificatie_id, dv_id, FIELD_RECIPIENT))
+    return plain.decode("utf-8")
+
+
 def rewrap(
     wrapped_key: bytes,
     notificatie_id: uuid.UUID,

@@ -47,3 +47,211 @@ DROP DATABASE IF EXISTS {database} WITH (FORCE)
 
 -- create_pgtap --
 CREATE EXTENSION IF NOT EXISTS pgtap
+
+-- ------------------------------------------------------------------------------------
+-- The DV API and the NotifyNL callback (`nmc api`, role nmc_api): one call per request.
+-- Explicit casts pick the one signature the grants name.
+
+-- find_dienstverlener --
+SELECT d.dv_id, d.naam FROM nmc.find_dienstverlener(%(oin)s::text) AS d
+
+-- intake_notificatie --
+SELECT r.notificatie_id, r.nieuw
+FROM nmc.intake_notificatie(
+    %(id)s::uuid, %(dv_id)s::integer, %(berichttype)s::text, %(regie)s::nmc.regie,
+    %(dvref_hmac)s::bytea, %(pepper_versie)s::smallint, %(payload_hash)s::bytea,
+    %(ontvanger)s::bytea, %(gegevens)s::bytea, %(sleutel)s::bytea, %(kek_id)s::text,
+    %(geldig_tot)s::timestamptz, %(batch_id)s::uuid, %(trace_id)s::text, %(dienst)s::text
+) AS r
+
+-- intake_notificaties --
+SELECT r.item, r.notificatie_id, r.nieuw
+FROM nmc.intake_notificaties(
+    %(dv_id)s::integer, %(regie)s::nmc.regie, %(pepper_versie)s::smallint,
+    %(kek_id)s::text, %(batch_id)s::uuid, %(ids)s::uuid[], %(berichttypen)s::text[],
+    %(dvref_hmacs)s::bytea[], %(payload_hashes)s::bytea[], %(ontvangers)s::bytea[],
+    %(gegevens)s::bytea[], %(sleutels)s::bytea[], %(geldig_tot)s::timestamptz[],
+    %(trace_ids)s::text[], %(diensten)s::text[]
+) AS r
+ORDER BY r.item
+
+-- get_notificatie --
+SELECT nmc.get_notificatie(%(dv_id)s::integer, %(id)s::uuid)
+
+-- find_notificaties --
+SELECT f.n
+FROM nmc.find_notificaties(
+    %(dv_id)s::integer, %(dvref_hmacs)s::bytea[], %(limiet)s::integer,
+    %(voor_aangenomen_op)s::timestamptz, %(voor_id)s::uuid
+) AS f (n)
+
+-- cancel_notificatie --
+SELECT c.status::text, c.versie
+FROM nmc.cancel_notificatie(%(dv_id)s::integer, %(id)s::uuid) AS c
+
+-- store_receipt --
+SELECT nmc.store_receipt(
+    %(reference)s::text, %(notifynl_id)s::uuid, %(status)s::text,
+    %(completed_at)s::timestamptz, %(sent_at)s::timestamptz
+)
+
+-- count_malformed_receipt --
+SELECT nmc.count_malformed_receipt()
+
+-- apply_dienstverlener --
+SELECT nmc.apply_dienstverlener(%(config)s::jsonb)
+
+-- list_dienstverleners --
+SELECT
+    l.dv_id, l.oin, l.naam, l.actief, l.berichttypen, l.quotum_per_minuut,
+    l.quotum_per_dag, l.webhook_url
+FROM nmc.list_dienstverleners() AS l
+
+-- ============================================================================================
+-- The worker (`nmc worker`, role nmc_worker): one call of an API function per step.
+-- ============================================================================================
+
+-- claim_verzenden --
+SELECT
+    c.taak_id, c.claim_epoch, c.notificatie_id, c.poging_id, c.poging_nummer, c.herclaim,
+    c.mag_verzenden, c.dv_id, c.dv_naam, c.dienst, c.regie::text AS regie, c.berichttype,
+    c.notifynl_template_id, c.notify_service, c.ontvanger_versleuteld, c.gegevens_versleuteld,
+    c.sleutel_gewrapt, c.kek_id, c.trace_id
+FROM nmc.claim_verzenden(%(eigenaar)s::text, %(batch)s::integer) AS c
+
+-- finish_verzenden --
+SELECT nmc.finish_verzenden(
+    %(taak_id)s::bigint, %(claim_epoch)s::integer, %(uitkomst)s::text,
+    %(notifynl_id)s::uuid, %(contactgegeven_id)s::uuid
+)::text AS status
+
+-- extend_lease --
+SELECT nmc.extend_lease(%(taak_id)s::bigint, %(claim_epoch)s::integer) AS lease_tot
+
+-- defer_taak --
+SELECT nmc.defer_taak(%(taak_id)s::bigint, %(claim_epoch)s::integer, %(fout)s::text) AS uitkomst
+
+-- fail_taak --
+SELECT nmc.fail_taak(%(taak_id)s::bigint, %(claim_epoch)s::integer, %(fout)s::text) AS uitkomst
+
+-- finish_taak --
+SELECT nmc.finish_taak(%(taak_id)s::bigint, %(claim_epoch)s::integer)
+
+-- finish_taken --
+SELECT nmc.finish_taken(%(taak_ids)s::bigint [], %(claim_epochs)s::integer []) AS klaar
+
+-- claim_taken --
+SELECT
+    c.taak_id, c.claim_epoch, c.dv_id, c.notificatie_id, c.poging_id, c.payload, c.trace_id,
+    c.pogingen, c.herclaim
+FROM nmc.claim_taken(%(soort)s::nmc.taak_soort, %(eigenaar)s::text, %(batch)s::integer) AS c
+
+-- process_receipts --
+SELECT nmc.process_receipts(%(batch)s::integer) AS aantal
+
+-- claim_navraag --
+SELECT c.taak_id, c.claim_epoch, c.notificatie_id, c.poging_id, c.notifynl_id, c.trace_id
+FROM nmc.claim_navraag(%(eigenaar)s::text, %(batch)s::integer) AS c
+
+-- finish_navraag --
+SELECT nmc.finish_navraag(
+    %(taak_id)s::bigint, %(claim_epoch)s::integer, %(gevonden)s::boolean, %(status)s::text,
+    %(completed_at)s::timestamptz, %(sent_at)s::timestamptz
+) AS uitkomst
+
+-- process_vaststellingen --
+SELECT nmc.process_vaststellingen(%(batch)s::integer) AS aantal
+
+-- ensure_controle --
+SELECT nmc.ensure_controle()
+
+-- run_controle --
+SELECT nmc.run_controle(%(taak_id)s::bigint, %(claim_epoch)s::integer) AS aantal
+
+-- claim_ongeldig_melden --
+SELECT
+    c.taak_id, c.claim_epoch, c.notificatie_id, c.poging_id, c.dv_id, c.contactgegeven_id,
+    c.gemeld_op, c.ontvanger_versleuteld, c.sleutel_gewrapt, c.kek_id, c.trace_id
+FROM nmc.claim_ongeldig_melden(%(eigenaar)s::text, %(batch)s::integer) AS c
+
+-- ============================================================================================
+-- The feed, the webhook resume and operations of the DV API (issues 6 and 7, role nmc_api):
+-- one call per request. A name is the function's own (only the API calls these) or starts
+-- with api_ or admin_, so it cannot clash with the worker's (tests_py/test_queries.py checks).
+-- ============================================================================================
+
+-- page_events --
+SELECT nmc.page_events(
+    %(dv_id)s::integer, %(epoch)s::integer, %(xid)s::xid8, %(event_id)s::bigint,
+    %(uitgegeven_op)s::timestamptz, %(limiet)s::integer
+)
+
+-- acknowledge_cursor --
+SELECT nmc.acknowledge_cursor(
+    %(dv_id)s::integer, %(epoch)s::integer, %(xid)s::xid8, %(event_id)s::bigint,
+    %(uitgegeven_op)s::timestamptz
+)
+
+-- snapshot_notificaties --
+SELECT nmc.snapshot_notificaties(%(dv_id)s::integer, %(na)s::uuid, %(limiet)s::integer)
+
+-- resume_webhook --
+SELECT nmc.resume_webhook(%(dv_id)s::integer)
+
+-- api_metrics --
+-- Also what `nmc admin report geen-contactgegevens` reads (as admin).
+SELECT m.naam, m.labels, m.waarde FROM nmc.metrics() AS m
+
+-- api_ready --
+-- Readiness as nmc_api: the clock answers for this role and this version's functions exist
+-- (the role cannot read nmc_migratie; see nmc.api.routes_ops).
+SELECT
+    nmc.now() IS NOT NULL
+    AND pg_catalog.to_regprocedure(
+        'nmc.page_events(integer, integer, xid8, bigint, timestamptz, integer)'
+    ) IS NOT NULL
+    AND pg_catalog.to_regprocedure(
+        'nmc.acknowledge_cursor(integer, integer, xid8, bigint, timestamptz)'
+    ) IS NOT NULL
+    AND pg_catalog.to_regprocedure('nmc.snapshot_notificaties(integer, uuid, integer)') IS NOT NULL
+    AND pg_catalog.to_regprocedure('nmc.resume_webhook(integer)') IS NOT NULL
+    AND pg_catalog.to_regprocedure('nmc.metrics()') IS NOT NULL AS gereed
+
+-- ------------------------------------------------------------------------------------
+-- The operator's commands (`nmc admin …`, as the admin connection; issues 6 and 7).
+
+-- admin_raise_epoch --
+SELECT nmc.raise_epoch() AS epoch
+
+-- admin_report_onbevestigd --
+SELECT r.dv_id, r.naam, r.beheerkanaal, r.aantal, r.oudste
+FROM nmc.report_onbevestigd() AS r
+
+-- admin_list_taken --
+SELECT
+    t.id, t.soort::text AS soort, t.staat::text AS staat, t.dv_id, t.notificatie_id, t.due,
+    t.pogingen, t.uitstellen, t.laatste_fout, t.lease_eigenaar
+FROM nmc.list_taken(
+    %(staat)s::nmc.taak_staat, %(soort)s::nmc.taak_soort, %(limiet)s::integer
+) AS t
+
+-- admin_reopen_taak --
+SELECT nmc.reopen_taak(%(taak_id)s::bigint, %(toelichting)s::text, %(door)s::text)
+
+-- admin_force_transition --
+SELECT nmc.force_transition(
+    %(notificatie_id)s::uuid, %(naar)s::nmc.notificatie_status, %(reden)s::nmc.reden,
+    %(toelichting)s::text, %(door)s::text
+) AS versie
+
+-- admin_kek_status --
+SELECT k.kek_id, k.sleutels FROM nmc.kek_status() AS k
+
+-- admin_list_rewrap --
+SELECT r.notificatie_id, r.kek_id, r.sleutel_gewrapt
+FROM nmc.list_rewrap(%(naar_kek)s::text, %(batch)s::integer) AS r
+
+-- admin_store_rewrap --
+SELECT nmc.store_rewrap(
+    %(ids)s::uuid[], %(oude_kek)s::text[], %(sleutels)s::bytea[], %(naar_kek)s::text
+) AS opgeslagen

@@ -7,7 +7,8 @@ status, title and detail, every operation with input can answer 400, and query p
 lowerCamelCase. Limits and enums come from `validation` and `nmc.status`, so the document and
 the checks cannot drift apart.
 
-The cursor feed and its acknowledgement (SPEC §7) join this document when they are built.
+The feed's operations, schemas and the webhook are in `openapi_feed` (imported where the
+document is assembled: it builds on the helpers here).
 """
 
 from typing import Any
@@ -682,6 +683,26 @@ def _paths() -> dict[str, Any]:
 
 
 def _document(server_url: str, contact: dict[str, str]) -> dict[str, Any]:
+    from nmc.api import openapi_feed  # builds on this module's helpers
+
+    document = _base_document(server_url, contact)
+    document["info"]["description"] += openapi_feed.DESCRIPTION
+    document["tags"][-1:-1] = openapi_feed.TAGS
+    paths = document["paths"]
+    document["paths"] = {
+        **{path: item for path, item in paths.items() if path != "/openapi.json"},
+        **openapi_feed.paths(),
+        "/openapi.json": paths["/openapi.json"],
+    }
+    document["webhooks"] = openapi_feed.webhooks()
+    components = document["components"]
+    components["schemas"].update(openapi_feed.schemas())
+    components["responses"].update(openapi_feed.responses())
+    components["securitySchemes"].update(openapi_feed.security_schemes())
+    return document
+
+
+def _base_document(server_url: str, contact: dict[str, str]) -> dict[str, Any]:
     return {
         "openapi": "3.1.0",
         "info": {

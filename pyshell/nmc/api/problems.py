@@ -176,6 +176,19 @@ def internal_error() -> Problem:
     return Problem("interne-fout", "Er ging iets mis in het NMC; probeer het later opnieuw.")
 
 
+def service_unavailable(
+    detail: str = "Het NMC is tijdelijk niet bereikbaar; probeer het later opnieuw.",
+    retry_after: int = DEFAULT_RETRY_AFTER_SECONDS,
+) -> Problem:
+    """503 (about:blank): the database cannot be reached now; the request may be repeated."""
+    return Problem(
+        None,
+        detail,
+        status=503,
+        headers={"Retry-After": str(_clamp_retry_after(retry_after))},
+    )
+
+
 def _clamp_retry_after(seconds: int) -> int:
     return max(1, min(int(seconds), MAX_RETRY_AFTER_SECONDS))
 
@@ -197,7 +210,8 @@ class DbErrorMapping:
     """How one SQLSTATE of the NMC's functions becomes a problem.
 
     `violation_field`: a 400 with one violation on that body field (prefixed for batch items).
-    `retry_after_from_detail`: diag DETAIL holds Retry-After seconds as an integer string.
+    `retry_after_from_detail`: diag DETAIL holds Retry-After seconds as an integer string
+    (a 429 of the mapping's slug: the intake quota or the feed call rate).
     `status_from_detail`: diag DETAIL holds the notification's current status.
     """
 
@@ -240,6 +254,17 @@ SQLSTATE_PROBLEMS: Mapping[str, DbErrorMapping] = {
         "ligt niet binnen de geldigheid die voor dit berichttype is toegestaan",
         violation_field="geldigTot",
     ),
+    # The feed (issue 6).
+    "NM018": DbErrorMapping(
+        "cursor-vervallen",
+        "De cursor is vervallen; begin opnieuw bij het oudste beschikbare event of bij een "
+        "snapshot.",
+    ),
+    "NM019": DbErrorMapping(
+        "aanroeplimiet-overschreden",
+        "Te veel aanroepen in korte tijd; probeer het later opnieuw.",
+        retry_after_from_detail=True,
+    ),
 }
 
 
@@ -264,6 +289,8 @@ def problem_from_db_error(error: BaseException, *, field_prefix: str = "") -> Pr
             detail="Een of meer velden zijn ongeldig.",
         )
     if mapping.retry_after_from_detail:
+        if mapping.slug == "aanroeplimiet-overschreden":
+            return rate_limited(_retry_after(detail_text))
         return quota_exceeded(_retry_after(detail_text))
     if mapping.status_from_detail:
         members = {}
@@ -306,6 +333,10 @@ def problem_for(exc: BaseException) -> Problem:
         return internal_error()
     if isinstance(exc, HTTPException):
         return _from_http_exception(exc)
+    if isinstance(exc, psycopg.OperationalError) and exc.sqlstate is None:
+        # No connection (pool timeout, server gone): the caller may retry (intake is idempotent).
+        log.error("database unreachable: %s", type(exc).__name__)
+        return service_unavailable()
     if getattr(exc, "sqlstate", None) is not None:
         return problem_from_db_error(exc)
     log.error("unhandled %s mapped to 500", type(exc).__name__)

@@ -1,0 +1,490 @@
+"""Benchmarks of the send pipeline (issue 4). Not collected by pytest; run by hand:
+
+    .venv/bin/python benchmarks/bench_send.py                 # everything (about 4 minutes)
+    .venv/bin/python benchmarks/bench_send.py engine claim    # some sections
+
+Sections, each on a fresh database of the embedded cluster (or NMC_DATABASE_URL's server):
+
+engine   the bare task engine: 200k no-op tasks claimed and finished through
+         nmc.claim_taken + nmc.finish_taken (batch 1000, 4 connections, 10 DVs).
+         Target >= 20,000 tasks/s.
+claim    claim latency with 10k vs 1M open tasks (100 DVs), for nmc.claim_taken and for
+         nmc.claim_verzenden (batch 20). Target: ratio <= 1.5.
+drain    drain without a budget: `nmc worker` logic in this process against the NotifyNL
+         simulator in its own process (`nmc sim notifynl`), LDV to a fsync'd file.
+         Target >= 1,000 sends/s on 2 cores.
+budget   drain with a budget: real time over whole one-minute windows; sends per window must
+         equal the budget within 1% and never exceed it.
+
+Bulk data is made with SQL as admin: tasks without notificaties for `engine` and
+`claim_taken`; for `claim_verzenden` the same inserts nmc.intake_notificaties does (event,
+notificatie, task) in one statement each, without its checks.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import secrets
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "pyshell"))
+
+from nmc import crypto  # noqa: E402
+from nmc.config import Settings  # noqa: E402
+from nmc.database import connection_url, with_overrides  # noqa: E402
+from nmc.embedded_db import EmbeddedCluster  # noqa: E402
+from nmc.migrate import migrate  # noqa: E402
+from nmc.worker.config import WorkerConfig  # noqa: E402
+from nmc.worker.loop import Worker  # noqa: E402
+
+TEMPLATE_ID = "a0a0a0a0-0000-4000-8000-00000000000a"
+TRACE = "0123456789abcdef0123456789abcdef"
+
+
+# ------------------------------------------------------------------------------------ set-up
+
+
+@contextmanager
+def fresh_database(admin_url: str):
+    name = f"nmc_bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    url = with_overrides(admin_url, database=name)
+    try:
+        migrate(url, ROOT)
+        yield url
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+
+
+def onboard(conn: psycopg.Connection, count: int) -> list[int]:
+    ids = []
+    for n in range(count):
+        document = {
+            "oin": f"{n + 1:020d}",
+            "naam": f"Bench DV {n}",
+            "quotumPerMinuut": 100_000_000,
+            "quotumPerDag": 100_000_000,
+            "berichttypen": [{"code": "aanslag", "notifynlTemplateId": TEMPLATE_ID}],
+        }
+        ids.append(
+            conn.execute(
+                "SELECT nmc.apply_dienstverlener(%s::jsonb)", [json.dumps(document)]
+            ).fetchone()[0]
+        )
+    return ids
+
+
+def set_budget(conn: psycopg.Connection, per_minute: int) -> None:
+    conn.execute(
+        "INSERT INTO nmc.notify_service (code, budget_per_minuut, navraag_aandeel) "
+        "VALUES ('standaard', %s, 0) ON CONFLICT (code) DO UPDATE "
+        "SET budget_per_minuut = excluded.budget_per_minuut, navraag_aandeel = 0",
+        [per_minute],
+    )
+
+
+def bulk_tasks(
+    conn: psycopg.Connection, soort: str, count: int, dvs: list[int], vacuum: bool = True
+) -> None:
+    conn.execute(
+        "INSERT INTO nmc.taak (soort, dv_id, due, aangemaakt_op) "
+        "SELECT %s::nmc.taak_soort, (%s::integer[])[1 + g %% %s], nmc.now(), nmc.now() "
+        "FROM generate_series(1, %s) AS g",
+        [soort, dvs, len(dvs), count],
+    )
+    if vacuum:
+        conn.execute("VACUUM ANALYZE nmc.taak")
+
+
+BULK_SENDS = (
+    """
+    CREATE TEMP TABLE bulk ON COMMIT DROP AS
+    SELECT gen_random_uuid() AS id, (%(dvs)s::integer[])[1 + g %% %(ndv)s] AS dv
+    FROM generate_series(1, %(n)s) AS g
+    """,
+    """
+    INSERT INTO nmc.event (notificatie_id, dv_id, sequence, van, naar, reden, tijdstip)
+    SELECT b.id, b.dv, 1, NULL, 'aangenomen', NULL, nmc.now() FROM bulk AS b
+    """,
+    """
+    INSERT INTO nmc.notificatie (
+        id, dv_id, berichttype, regie, status, reden, versie, geldig_tot, dvref_hmac,
+        pepper_versie, payload_hash, trace_id, ontvanger_versleuteld, gegevens_versleuteld,
+        sleutel_gewrapt, kek_id, aangenomen_op, bijgewerkt_op
+    )
+    SELECT b.id, b.dv, 'aanslag', 'decentraal', 'aangenomen', NULL, 1,
+        nmc.now() + interval '3 days', sha256(b.id::text::bytea), 1, sha256('p'::bytea),
+        %(trace)s, '\\x01', '\\x02', '\\x03', 'kek-1', nmc.now(), nmc.now()
+    FROM bulk AS b
+    """,
+    """
+    INSERT INTO nmc.taak (soort, dv_id, notificatie_id, due, trace_id, aangemaakt_op)
+    SELECT 'verzenden', b.dv, b.id, nmc.now(), %(trace)s, nmc.now() FROM bulk AS b
+    """,
+)
+
+
+def bulk_sends(conn: psycopg.Connection, count: int, dvs: list[int], vacuum: bool = True) -> None:
+    """Send tasks with their notificaties as the intake writes them (dummy ciphertext).
+
+    The rows are exactly what the guard triggers accept (version 1, aangenomen, its event in
+    the same transaction), so the load skips them and the FK checks (replica role): a
+    million rows then take seconds instead of minutes."""
+    step = 250_000
+    for start in range(0, count, step):
+        params = {"dvs": dvs, "ndv": len(dvs), "n": min(step, count - start), "trace": TRACE}
+        with conn.transaction():
+            conn.execute("SET LOCAL session_replication_role = replica")
+            for statement in BULK_SENDS:
+                conn.execute(statement, params)
+    if vacuum:
+        conn.execute("VACUUM ANALYZE nmc.taak")
+        conn.execute("VACUUM ANALYZE nmc.notificatie")
+
+
+def intake_sealed(conn, dv_id: int, count: int, ring: crypto.KekRing) -> None:
+    """`count` decentraal notificaties with real ciphertext, through nmc.intake_notificaties."""
+    for start in range(0, count, 1000):
+        size = min(1000, count - start)
+        ids = [uuid.uuid4() for _ in range(size)]
+        sealed = [
+            crypto.seal(
+                i, dv_id, f"bezorgd+{i.hex[:12]}@voorbeeld.nl", {"naam": "Bench"}, ring=ring
+            )
+            for i in ids
+        ]
+        conn.execute(
+            "SELECT count(*) FROM nmc.intake_notificaties(%s, 'decentraal', 1::smallint, %s, "
+            "NULL, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            [
+                dv_id,
+                ring.active_id,
+                ids,
+                ["aanslag"] * size,
+                [secrets.token_bytes(32) for _ in ids],
+                [secrets.token_bytes(32) for _ in ids],
+                [s.recipient for s in sealed],
+                [s.berichtgegevens for s in sealed],
+                [s.wrapped_key for s in sealed],
+                [None] * size,
+                [TRACE] * size,
+                [None] * size,
+            ],
+        )
+
+
+# ------------------------------------------------------------------------------------ engine
+
+
+def bench_engine(admin_url: str, total=200_000, batch=1000, connections=4, dv_count=10) -> dict:
+    with fresh_database(admin_url) as url:
+        with psycopg.connect(url, autocommit=True) as conn:
+            bulk_tasks(conn, "wissen", total, onboard(conn, dv_count))
+        worker_url = with_overrides(url, user="nmc_worker")
+        done = [0] * connections
+        barrier = threading.Barrier(connections + 1)
+
+        def run(slot: int) -> None:
+            with psycopg.connect(worker_url, autocommit=True) as conn:
+                claim = "SELECT taak_id, claim_epoch FROM nmc.claim_taken('wissen', %s, %s)"
+                finish = "SELECT cardinality(nmc.finish_taken(%s::bigint[], %s::integer[]))"
+                barrier.wait()
+                empty = 0
+                while empty < 2:
+                    rows = conn.execute(claim, [f"bench-{slot}", batch]).fetchall()
+                    if not rows:
+                        empty += 1
+                        continue
+                    empty = 0
+                    ids, epochs = zip(*rows, strict=True)
+                    done[slot] += conn.execute(finish, [list(ids), list(epochs)]).fetchone()[0]
+
+        threads = [threading.Thread(target=run, args=(n,)) for n in range(connections)]
+        for thread in threads:
+            thread.start()
+        barrier.wait()
+        started = time.perf_counter()
+        for thread in threads:
+            thread.join()
+        elapsed = time.perf_counter() - started
+    return {
+        "tasks": sum(done),
+        "seconds": round(elapsed, 2),
+        "tasks_per_s": round(sum(done) / elapsed),
+        "batch": batch,
+        "connections": connections,
+    }
+
+
+# ------------------------------------------------------------------------------------ claim
+
+
+def claim_latency(worker, query: str, refill, samples: int) -> dict:
+    """Median and p95 of one claim (batch 20) at a steady backlog: after each claim the tasks
+    are finished and as many new ones are added (neither is timed)."""
+    times, claimed = [], []
+    finish = "SELECT nmc.finish_taken(%s::bigint[], %s::integer[])"
+    for _ in range(samples):
+        started = time.perf_counter()
+        rows = worker.execute(query).fetchall()
+        times.append((time.perf_counter() - started) * 1000)
+        claimed.append(len(rows))
+        worker.execute(finish, [[r[0] for r in rows], [r[1] for r in rows]])
+        refill(len(rows))
+    times.sort()
+    return {
+        "median_ms": round(statistics.median(times), 2),
+        "p95_ms": round(times[int(0.95 * len(times)) - 1], 2),
+        "tasks_per_claim": sorted(set(claimed)),
+    }
+
+
+def bench_claim(admin_url: str, sizes=(10_000, 1_000_000), dv_count=10, samples=300) -> dict:
+    results: dict = {}
+    for kind in ("claim_taken", "claim_verzenden"):
+        for size in sizes:
+            with fresh_database(admin_url) as url, psycopg.connect(url, autocommit=True) as conn:
+                dvs = onboard(conn, dv_count)
+                if kind == "claim_taken":
+                    bulk_tasks(conn, "wissen", size, dvs)
+                    query = "SELECT taak_id, claim_epoch FROM nmc.claim_taken('wissen', 'b', 20)"
+
+                    def refill(n, conn=conn, dvs=dvs):
+                        bulk_tasks(conn, "wissen", n, dvs, vacuum=False)
+                else:
+                    set_budget(conn, 100_000_000)
+                    bulk_sends(conn, size, dvs)
+                    query = "SELECT taak_id, claim_epoch FROM nmc.claim_verzenden('b', 20)"
+
+                    def refill(n, conn=conn, dvs=dvs):
+                        bulk_sends(conn, n, dvs, vacuum=False)
+
+                with psycopg.connect(with_overrides(url, user="nmc_worker"), autocommit=True) as w:
+                    claim_latency(w, query, refill, 20)  # warm up
+                    results[f"{kind} {size:>9,}"] = claim_latency(w, query, refill, samples)
+        small, large = (results[f"{kind} {s:>9,}"]["median_ms"] for s in sizes)
+        results[f"{kind} ratio"] = round(large / small, 2)
+    return results
+
+
+# ------------------------------------------------------------------------------------ drain
+
+
+@contextmanager
+def notifynl_simulator(api_key: str):
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "nmc",
+            "sim",
+            "notifynl",
+            "--api-key",
+            api_key,
+            "--port",
+            "0",
+            "--delivery-delay",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        line = process.stdout.readline()
+        yield line.split(": ", 1)[1].strip(), process.pid
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=20)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process on this machine (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def backend_cpu(probe, database: str) -> float:
+    """CPU of every PostgreSQL backend connected to `database` (same machine only)."""
+    pids = probe.execute(
+        "SELECT pid FROM pg_stat_activity WHERE datname = %s", [database]
+    ).fetchall()
+    total = 0.0
+    for (pid,) in pids:
+        with suppress(OSError):
+            total += cpu_seconds(pid)
+    return total
+
+
+def open_send_tasks(conn) -> int:
+    return conn.execute(
+        "SELECT count(*) FROM nmc.taak WHERE soort = 'verzenden' AND staat IN ('open', 'claimed')"
+    ).fetchone()[0]
+
+
+async def run_worker_until(config, ring, done, on_start=None, on_end=None) -> float:
+    async with Worker.started(config, ring=ring, pseudonym_key=secrets.token_bytes(32)) as worker:
+        if on_start:
+            on_start()
+        started = time.perf_counter()
+        running = asyncio.create_task(worker.run())
+        while not await asyncio.to_thread(done):
+            await asyncio.sleep(0.2)
+        worker.stop()
+        await running
+        elapsed = time.perf_counter() - started
+        if on_end:
+            on_end()
+        return elapsed
+
+
+def worker_config(url, sim_url, api_key, tmp: Path, batch, concurrency) -> WorkerConfig:
+    return WorkerConfig(
+        database_url=with_overrides(url, user="nmc_worker"),
+        notifynl_url=sim_url,
+        notifynl_api_key=api_key,
+        profielservice_url=None,
+        ldv_url=None,
+        ldv_file=tmp / f"ldv-{uuid.uuid4().hex[:6]}.jsonl",
+        kinds=("verzenden",),
+        batch=batch,
+        concurrency=concurrency,
+        poll_interval=0.05,
+        pool_size=8,
+    )
+
+
+def bench_drain(admin_url: str, count=20_000, batch=100, concurrency=32) -> dict:
+    ring = crypto.parse_kek_ring(crypto.new_kek_ring("kek-bench"))
+    api_key = f"bench-{uuid.uuid4()}-{uuid.uuid4()}"
+    with fresh_database(admin_url) as url, notifynl_simulator(api_key) as (sim_url, sim_pid):
+        with psycopg.connect(url, autocommit=True) as conn:
+            [dv_id] = onboard(conn, 1)
+            set_budget(conn, 100_000_000)
+            intake_sealed(conn, dv_id, count, ring)
+            conn.execute("VACUUM ANALYZE")
+        database = url.rsplit("/", 1)[1]
+        with psycopg.connect(url, autocommit=True) as probe:
+            config = worker_config(
+                url, sim_url, api_key, Path(tempfile.gettempdir()), batch, concurrency
+            )
+            cpu: dict[str, float] = {}
+
+            def mark(when: str) -> None:
+                cpu[f"worker {when}"] = time.process_time()
+                cpu[f"sim {when}"] = cpu_seconds(sim_pid)
+                cpu[f"db {when}"] = backend_cpu(probe, database)
+
+            elapsed = asyncio.run(
+                run_worker_until(
+                    config,
+                    ring,
+                    lambda: open_send_tasks(probe) == 0,
+                    on_start=lambda: mark("start"),
+                    on_end=lambda: mark("end"),
+                )
+            )
+            sent = probe.execute(
+                "SELECT count(*) FROM nmc.notificatie WHERE status = 'verzonden'"
+            ).fetchone()[0]
+        config.ldv_file.unlink(missing_ok=True)
+    per_send = {
+        part: round(1000 * (cpu[f"{part} end"] - cpu[f"{part} start"]) / sent, 3)
+        for part in ("worker", "sim", "db")
+    }
+    return {
+        "sent": sent,
+        "seconds": round(elapsed, 2),
+        "sends_per_s": round(sent / elapsed),
+        "cpu_ms_per_send": per_send,
+        "cpu_bound_sends_per_s_on_2_cores": round(2000 / sum(per_send.values())),
+        "batch": batch,
+        "concurrency": concurrency,
+    }
+
+
+def bench_budget(admin_url: str, per_minute=3000, windows=2) -> dict:
+    ring = crypto.parse_kek_ring(crypto.new_kek_ring("kek-bench"))
+    api_key = f"bench-{uuid.uuid4()}-{uuid.uuid4()}"
+    backlog = per_minute * (windows + 1) + per_minute // 2
+    with fresh_database(admin_url) as url, notifynl_simulator(api_key) as (sim_url, _):
+        with psycopg.connect(url, autocommit=True) as conn:
+            [dv_id] = onboard(conn, 1)
+            set_budget(conn, per_minute)
+            intake_sealed(conn, dv_id, backlog, ring)
+            # Start at a window boundary, so every measured window is whole.
+            seconds = conn.execute("SELECT extract(second FROM nmc.now())::float").fetchone()[0]
+            time.sleep(60 - seconds + 0.2)
+            start_window = conn.execute("SELECT date_trunc('minute', nmc.now())").fetchone()[0]
+        with psycopg.connect(url, autocommit=True) as probe:
+            config = worker_config(url, sim_url, api_key, Path(tempfile.gettempdir()), 50, 50)
+            end = time.monotonic() + windows * 60 + 1
+            asyncio.run(run_worker_until(config, ring, lambda: time.monotonic() > end))
+            rows = probe.execute(
+                "SELECT w.venster_start, w.gebruikt, "
+                "(SELECT count(*) FROM nmc.poging AS p WHERE date_trunc('minute', p.aangemaakt_op) "
+                "= w.venster_start) FROM nmc.verzendbudget AS w WHERE w.soort = 'verzenden' "
+                "AND w.venster_start >= %s ORDER BY w.venster_start",
+                [start_window],
+            ).fetchall()
+        config.ldv_file.unlink(missing_ok=True)
+    full = rows[:windows]
+    per_window = [
+        {"window": r[0].strftime("%H:%M"), "tokens": r[1], "attempts": r[2]} for r in full
+    ]
+    worst = max(abs(r[2] - per_minute) / per_minute for r in full)
+    return {
+        "budget_per_minute": per_minute,
+        "windows": per_window,
+        "max_deviation_pct": round(100 * worst, 2),
+        "ever_above": any(r[1] > per_minute or r[2] > per_minute for r in full),
+        "sends_per_s": round(sum(r[2] for r in full) / (60 * len(full)), 2),
+    }
+
+
+# ------------------------------------------------------------------------------------ main
+
+SECTIONS = {
+    "engine": bench_engine,
+    "claim": bench_claim,
+    "drain": bench_drain,
+    "budget": bench_budget,
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sections", nargs="*", choices=[*SECTIONS, []], default=list(SECTIONS))
+    args = parser.parse_args()
+    settings = Settings.from_env()
+    if not settings.database_url:
+        EmbeddedCluster(settings).start()
+    admin_url = connection_url(settings)
+    print(f"CPUs: {os.cpu_count()}  PostgreSQL: {admin_url.rsplit('@', 1)[-1]}", flush=True)
+    for name in args.sections or SECTIONS:
+        started = time.perf_counter()
+        result = SECTIONS[name](admin_url)
+        print(f"\n== {name} ({time.perf_counter() - started:.0f} s)", flush=True)
+        print(json.dumps(result, indent=2, default=str), flush=True)
+
+
+if __name__ == "__main__":
+    main()

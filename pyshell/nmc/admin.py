@@ -1,0 +1,152 @@
+"""`nmc admin dv …`, `nmc admin token` and `nmc admin keys init`: onboarding and dev secrets.
+(The operator's other commands are in nmc.admin_ops.)
+
+Onboarding runs as the admin connection (nmc.apply_dienstverlener is not granted to the API).
+The dev token issuer and `keys init` are for development and demos: production has an IAM
+gateway and a key provider, and no NMC_DEV_IAM_KEY_FILE.
+"""
+
+import json
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+from nmc.api.auth import generate_dev_iam_key, issue_dev_token
+from nmc.config import Settings
+from nmc.crypto import PURPOSE_DVREF, new_kek_ring, new_peppers
+from nmc.database import connect, connection_url
+from nmc.errors import NmcError
+from nmc.feed_cursor import PURPOSE_CURSOR
+from nmc.queries import QUERIES
+from nmc.webhook_signing import new_signing_ring
+
+DEV_ISSUER = "https://iam.nmc.localhost"
+DEV_AUDIENCE = "nmc"
+SECRET_FILES = (
+    "kek.json",
+    "peppers.json",
+    "dev-iam-key.pem",
+    "jwks.json",
+    "webhook-signing.json",
+    "dev.env",
+)
+
+
+# --------------------------------------------------------------------------------------------
+# The DV register
+
+
+def read_dv_document(path: Path) -> dict[str, Any]:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise NmcError(f"{path}: no such file") from None
+    except ValueError as error:
+        raise NmcError(f"{path} is not valid JSON ({error})") from None
+    if not isinstance(document, dict):
+        raise NmcError(f"{path} must hold one JSON object (see README: onboarding)")
+    return document
+
+
+def apply_dv(settings: Settings, path: Path) -> tuple[int, str]:
+    """Create or update the DV described in `path`; returns (dv_id, oin)."""
+    document = read_dv_document(path)
+    with connect(connection_url(settings)) as conn:
+        row = conn.execute(QUERIES["apply_dienstverlener"], {"config": json.dumps(document)})
+        dv_id = row.fetchone()[0]
+    return dv_id, str(document.get("oin"))
+
+
+def list_dvs(settings: Settings) -> list[dict[str, Any]]:
+    with connect(connection_url(settings)) as conn:
+        cursor = conn.execute(QUERIES["list_dienstverleners"])
+        names = [column.name for column in cursor.description or []]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def format_dvs(dvs: list[dict[str, Any]]) -> str:
+    header = ("dv_id", "oin", "naam", "actief", "quotum/min", "quotum/dag", "berichttypen")
+    rows = [
+        (
+            str(dv["dv_id"]),
+            dv["oin"],
+            dv["naam"],
+            "ja" if dv["actief"] else "nee",
+            str(dv["quotum_per_minuut"]),
+            str(dv["quotum_per_dag"]),
+            ", ".join(dv["berichttypen"]),
+        )
+        for dv in dvs
+    ]
+    widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in (header, *rows)
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Dev token and dev secrets
+
+
+def dev_token(oin: str, ttl: int) -> str:
+    try:
+        return issue_dev_token(oin, lifetime_seconds=ttl)
+    except ValueError as error:
+        raise NmcError(str(error)) from None
+
+
+def init_secrets(directory: Path, *, force: bool = False) -> Path:
+    """Write a dev KEK ring, peppers (dvref, cursor), dev IAM key + JWKS, a webhook signing
+    ring and dev.env into `directory`.
+
+    Returns the path of dev.env, which exports every setting the API needs. Existing files
+    are kept unless `force`: replacing a KEK makes stored notifications unreadable.
+    """
+    existing = [name for name in SECRET_FILES if (directory / name).exists()]
+    if existing and not force:
+        raise NmcError(
+            f"{directory} already holds {', '.join(existing)}; pass --force to replace them "
+            "(notifications sealed with the old KEK can then no longer be opened)"
+        )
+    directory.mkdir(parents=True, exist_ok=True)
+    directory.chmod(0o700)
+    _write_private(directory / "kek.json", json.dumps(new_kek_ring("dev-kek-1"), indent=2))
+    peppers = new_peppers((PURPOSE_DVREF, PURPOSE_CURSOR))
+    _write_private(directory / "peppers.json", json.dumps(peppers, indent=2))
+    _write_private(
+        directory / "webhook-signing.json", json.dumps(new_signing_ring("dev-webhook-1"), indent=2)
+    )
+    generate_dev_iam_key(directory / "dev-iam-key.pem", directory / "jwks.json", overwrite=True)
+    settings = {
+        "NMC_KEK_FILE": directory / "kek.json",
+        "NMC_PEPPERS_FILE": directory / "peppers.json",
+        "NMC_OAUTH_ISSUER": DEV_ISSUER,
+        "NMC_OAUTH_AUDIENCE": DEV_AUDIENCE,
+        "NMC_OAUTH_JWKS_FILE": directory / "jwks.json",
+        "NMC_DEV_IAM_KEY_FILE": directory / "dev-iam-key.pem",
+        "NMC_NOTIFYNL_CALLBACK_TOKEN": secrets.token_urlsafe(32),
+        "NMC_WEBHOOK_SIGNING_KEYS_FILE": directory / "webhook-signing.json",
+    }
+    env_file = directory / "dev.env"
+    _write_private(
+        env_file,
+        "# Development secrets written by `nmc admin keys init`. Load with:\n"
+        "#   set -a; . "
+        + str(env_file)
+        + "; set +a\n"
+        + "".join(f"{name}={_shell_quote(str(value))}\n" for name, value in settings.items()),
+    )
+    return env_file
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text if text.endswith("\n") else text + "\n")
+    path.chmod(0o600)
+
+
+def _shell_quote(value: str) -> str:
+    return "'" + value.replace("'", "'\"'\"'") + "'"

@@ -1,0 +1,204 @@
+"""The operator's commands of issues 6 and 7: `nmc admin epoch|report|tasks|notificatie|kek`.
+
+They run as the admin connection and call the SQL functions made for them (raise_epoch,
+report_onbevestigd, metrics, list_taken, reopen_taak, force_transition, kek_status,
+list_rewrap, store_rewrap); every rule stays in SQL (a forced transition goes through the
+single writer, along allowed pairs, audited). Output: a table for people, `--json` for
+scripts (cli.py chooses). Nothing here prints personal data: rows hold ids, kinds, statuses,
+counts and error classes only.
+"""
+
+import json
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from nmc.config import Settings
+from nmc.crypto import DecryptionError, KekRing, UnknownKekError, rewrap
+from nmc.database import connect, connection_url
+from nmc.errors import NmcError
+from nmc.queries import QUERIES
+
+REWRAP_BATCH = 500
+
+
+def _rows(settings: Settings, name: str, params: dict[str, Any] | None = None) -> list[dict]:
+    with connect(connection_url(settings)) as conn:
+        cursor = conn.execute(QUERIES[name], params or {})
+        names = [column.name for column in cursor.description or []]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+# --------------------------------------------------------------------------------------------
+# Epoch and reports
+
+
+def raise_epoch(settings: Settings) -> int:
+    [row] = _rows(settings, "admin_raise_epoch")
+    return row["epoch"]
+
+
+def report_onbevestigd(settings: Settings) -> list[dict]:
+    return _rows(settings, "admin_report_onbevestigd")
+
+
+def report_geen_contactgegevens(settings: Settings, drempel: float) -> list[dict]:
+    """Per DV the share of geen-contactgegevens (from nmc.metrics()), flagged above `drempel`."""
+    names = {dv["dv_id"]: dv["naam"] for dv in _rows(settings, "list_dienstverleners")}
+    report = []
+    for row in _rows(settings, "api_metrics"):
+        if row["naam"] != "nmc_geen_contactgegevens_aandeel":
+            continue
+        dv_id = int(row["labels"]["dv"])
+        aandeel = float(row["waarde"])
+        report.append(
+            {
+                "dv_id": dv_id,
+                "naam": names.get(dv_id, ""),
+                "aandeel": round(aandeel, 4),
+                "boven_drempel": aandeel > drempel,
+            }
+        )
+    return sorted(report, key=lambda r: (not r["boven_drempel"], -r["aandeel"], r["dv_id"]))
+
+
+# --------------------------------------------------------------------------------------------
+# Tasks and forced transitions
+
+
+def list_tasks(settings: Settings, staat: str, soort: str | None, limiet: int) -> list[dict]:
+    return _rows(settings, "admin_list_taken", {"staat": staat, "soort": soort, "limiet": limiet})
+
+
+def reopen_task(settings: Settings, taak_id: int, toelichting: str, door: str) -> None:
+    _rows(
+        settings,
+        "admin_reopen_taak",
+        {"taak_id": taak_id, "toelichting": toelichting, "door": door},
+    )
+
+
+def force_notificatie(
+    settings: Settings,
+    notificatie_id: uuid.UUID,
+    naar: str,
+    reden: str | None,
+    toelichting: str,
+    door: str,
+) -> int:
+    [row] = _rows(
+        settings,
+        "admin_force_transition",
+        {
+            "notificatie_id": notificatie_id,
+            "naar": naar,
+            "reden": reden,
+            "toelichting": toelichting,
+            "door": door,
+        },
+    )
+    return row["versie"]
+
+
+# --------------------------------------------------------------------------------------------
+# KEK
+
+
+def kek_status(settings: Settings, ring: KekRing | None) -> list[dict]:
+    """Live data keys per KEK, and (with the ring at hand) whether it is in the ring/active."""
+    rows = _rows(settings, "admin_kek_status")
+    if ring is not None:
+        counted = {row["kek_id"] for row in rows}
+        rows += [{"kek_id": k, "sleutels": 0} for k in sorted(ring.keys) if k not in counted]
+        for row in rows:
+            row["in_ring"] = row["kek_id"] in ring.keys
+            row["actief"] = row["kek_id"] == ring.active_id
+    return rows
+
+
+def rotate_kek(
+    settings: Settings,
+    ring: KekRing,
+    to: str,
+    *,
+    batch: int = REWRAP_BATCH,
+    progress: Callable[[int, int], None] = lambda stored, total: None,
+) -> int:
+    """Re-wrap every live data key under KEK `to`, in short batches; returns how many.
+
+    Each batch: list the keys not yet under `to` (one statement), re-wrap them in memory,
+    store them (one statement; a row erased or re-wrapped meanwhile is skipped). The data
+    ciphertexts are not touched. A key that does not unwrap stops the run after the batch,
+    naming the notifications (ids only).
+    """
+    if to not in ring.keys:
+        raise NmcError(f"KEK {to!r} is not in the KEK ring (NMC_KEK_FILE)")
+    target = KekRing(active_id=to, keys=ring.keys)
+    total = 0
+    with connect(connection_url(settings)) as conn:
+        while True:
+            listed = conn.execute(
+                QUERIES["admin_list_rewrap"], {"naar_kek": to, "batch": batch}
+            ).fetchall()
+            if not listed:
+                return total
+            ids, old_keks, keys, failed = [], [], [], []
+            for notificatie_id, kek_id, wrapped in listed:
+                try:
+                    new_key, _ = rewrap(bytes(wrapped), notificatie_id, kek_id, ring=target)
+                except (DecryptionError, UnknownKekError):
+                    failed.append(str(notificatie_id))
+                    continue
+                ids.append(notificatie_id)
+                old_keks.append(kek_id)
+                keys.append(new_key)
+            [(stored,)] = conn.execute(
+                QUERIES["admin_store_rewrap"],
+                {"ids": ids, "oude_kek": old_keks, "sleutels": keys, "naar_kek": to},
+            ).fetchall()
+            total += stored
+            progress(stored, total)
+            if failed:
+                raise NmcError(
+                    f"{len(failed)} data key(s) do not unwrap with the KEK ring; stopped after "
+                    f"{total} re-wrapped. Notifications: {', '.join(failed[:20])}"
+                )
+
+
+# --------------------------------------------------------------------------------------------
+# Output
+
+
+def to_json(rows: Any) -> str:
+    return json.dumps(rows, indent=2, default=_json_default, ensure_ascii=False)
+
+
+def format_table(rows: Sequence[dict], columns: Sequence[str]) -> str:
+    """A plain aligned table; an empty list says so."""
+    if not rows:
+        return "(geen)"
+    cells = [[_cell(row.get(column)) for column in columns] for row in rows]
+    widths = [max(len(c) for c in column) for column in zip(columns, *cells, strict=True)]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in (list(columns), *cells)
+    )
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "ja" if value else "nee"
+    if isinstance(value, datetime):
+        return value.isoformat(timespec="seconds")
+    return str(value)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")

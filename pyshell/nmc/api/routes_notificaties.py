@@ -1,0 +1,271 @@
+"""The DV's endpoints (SPEC §7): intake, batch intake, status, dvRef search, cancel.
+
+Each handler authenticates, validates, seals, and makes one SQL call; the lifecycle rules
+(quota, berichttype, geldigTot range, idempotency, cancel) are the SQL functions' answers.
+"""
+
+import uuid
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from nmc.api import db, lijst_cursor
+from nmc.api.body import read_json
+from nmc.api.middleware import trace_id_of
+from nmc.api.openapi import BASE_PATH
+from nmc.api.problems import Problem, internal_error, problem_for, problem_from_db_error
+from nmc.api.services import Services, caller, services_of
+from nmc.api.validation import (
+    ValidationFailed,
+    parse_notificatie_id,
+    recipient_of,
+    validate_batch,
+    validate_centraal,
+    validate_decentraal,
+    validate_lijst_query,
+    violation,
+)
+from nmc.crypto import dvref_hmac, dvref_hmacs_all, payload_hash, seal
+
+# SQLSTATEs whose DETAIL is the 0-based index of the offending item, and the field it names.
+ITEM_FIELDS = {"NM007": "dvRef", "NM008": "berichtType", "NM014": "geldigTot"}
+DVREF_CONFLICT = "is al gebruikt voor een notificatie met een andere inhoud"
+
+
+def location_of(notificatie_id: uuid.UUID) -> str:
+    return f"{BASE_PATH}/notificaties/{notificatie_id}"
+
+
+# --------------------------------------------------------------------------------------------
+# Intake
+
+
+async def intake_decentraal(request: Request) -> Response:
+    return await _intake(request, "decentraal")
+
+
+async def intake_centraal(request: Request) -> Response:
+    return await _intake(request, "centraal")
+
+
+async def intake_decentraal_batch(request: Request) -> Response:
+    return await _intake_batch(request, "decentraal")
+
+
+async def intake_centraal_batch(request: Request) -> Response:
+    return await _intake_batch(request, "centraal")
+
+
+async def _intake(request: Request, regie: str) -> Response:
+    services = services_of(request)
+    dv = await caller(request)
+    body = await read_json(request, services.settings.max_body_bytes)
+    validate = validate_decentraal if regie == "decentraal" else validate_centraal
+    canonical = validate(body, now=await services.clock.now())
+    item = sealed_item(services, dv.dv_id, canonical, trace_id_of(request.scope))
+    try:
+        notificatie_id = await db.intake_one(
+            services.pool,
+            dv_id=dv.dv_id,
+            regie=regie,
+            pepper_versie=services.pepper_versie,
+            kek_id=services.ring.active_id,
+            batch_id=canonical["batchId"],
+            item=item,
+        )
+    except psycopg.Error as error:
+        raise intake_problem(error, batch=False) from None
+    return JSONResponse(
+        {"notificatieId": str(notificatie_id)},
+        status_code=202,
+        headers={"Location": location_of(notificatie_id)},
+    )
+
+
+async def _intake_batch(request: Request, regie: str) -> Response:
+    services = services_of(request)
+    dv = await caller(request)
+    body = await read_json(request, services.settings.max_batch_body_bytes)
+    batch = validate_batch(body, regie, now=await services.clock.now())  # type: ignore[arg-type]
+    trace_id = trace_id_of(request.scope)
+    items = [sealed_item(services, dv.dv_id, c, trace_id) for c in batch["notificaties"]]
+    try:
+        ids = await db.intake_many(
+            services.pool,
+            dv_id=dv.dv_id,
+            regie=regie,
+            pepper_versie=services.pepper_versie,
+            kek_id=services.ring.active_id,
+            batch_id=batch["batchId"],
+            items=items,
+        )
+    except psycopg.Error as error:
+        raise intake_problem(error, batch=True) from None
+    return JSONResponse(
+        {"batchId": batch["batchId"], "notificaties": [{"notificatieId": str(i)} for i in ids]},
+        status_code=202,
+    )
+
+
+def sealed_item(
+    services: Services, dv_id: int, canonical: Mapping[str, Any], trace_id: str
+) -> db.IntakeItem:
+    """Hash, HMAC and encrypt one validated notificatie: nothing readable leaves this function."""
+    notificatie_id = uuid.uuid4()
+    mac, _ = dvref_hmac(
+        dv_id, canonical["dvRef"], services.pepper_versie, pepper_set=services.peppers
+    )
+    sealed = seal(
+        notificatie_id,
+        dv_id,
+        recipient_of(canonical),
+        canonical["berichtgegevens"],
+        ring=services.ring,
+    )
+    return db.IntakeItem(
+        id=notificatie_id,
+        berichttype=canonical["berichtType"],
+        dvref_hmac=mac,
+        payload_hash=payload_hash(idempotency_form(canonical)),
+        ontvanger=sealed.recipient,
+        gegevens=sealed.berichtgegevens,
+        sleutel=sealed.wrapped_key,
+        geldig_tot=canonical["geldigTot"],
+        trace_id=trace_id,
+        dienst=canonical["dienst"],
+    )
+
+
+def idempotency_form(canonical: Mapping[str, Any]) -> dict[str, Any]:
+    """The canonical request without its batchId: a batch id only groups (SPEC §7), so a DV
+    that resends a notification in another batch (a retried batch with a fresh id) gets its
+    stored id back instead of a 409."""
+    return {name: value for name, value in canonical.items() if name != "batchId"}
+
+
+def intake_problem(error: psycopg.Error, *, batch: bool) -> Problem:
+    """The problem for a refused intake; an item-index DETAIL points at `notificaties[i].`."""
+    if error.sqlstate is None:
+        return problem_for(error)  # no answer from the database at all: 503
+    sqlstate = error.sqlstate
+    prefix = ""
+    if batch and sqlstate in ITEM_FIELDS:
+        detail = (error.diag.message_detail or "").strip()
+        if detail.isascii() and detail.isdigit():
+            prefix = f"notificaties[{int(detail)}]."
+    problem = problem_from_db_error(error, field_prefix=prefix)
+    if sqlstate == "NM007":
+        # A 409 still names the field (and the item), as the 400s do.
+        problem.members["violations"] = [violation(prefix + "dvRef", DVREF_CONFLICT)]
+    return problem
+
+
+# --------------------------------------------------------------------------------------------
+# Status, search, cancel
+
+
+async def get_notificatie(request: Request) -> Response:
+    services = services_of(request)
+    dv = await caller(request)
+    notificatie_id = parse_notificatie_id(request.path_params["notificatieId"])
+    row = await db.call_one(
+        services.pool, "get_notificatie", {"dv_id": dv.dv_id, "id": notificatie_id}
+    )
+    notificatie = row[0] if row else None
+    if not isinstance(notificatie, dict):
+        raise internal_error()
+    etag = f'"{notificatie["versie"]}"'
+    if etag_matches(request.headers.get("if-none-match"), etag):
+        return Response(status_code=304, headers={"ETag": etag})
+    return JSONResponse(notificatie, headers={"ETag": etag})
+
+
+def etag_matches(if_none_match: str | None, etag: str) -> bool:
+    """RFC 9110 §13.1.2: `*`, or any listed tag equal by weak comparison."""
+    if not if_none_match:
+        return False
+    for candidate in if_none_match.split(","):
+        tag = candidate.strip()
+        if tag == "*" or tag.removeprefix("W/") == etag:
+            return True
+    return False
+
+
+async def find_notificaties(request: Request) -> Response:
+    services = services_of(request)
+    dv = await caller(request)
+    query = validate_lijst_query(request.query_params.multi_items())
+    voor_op: datetime | None = None
+    voor_id: uuid.UUID | None = None
+    if query["cursor"] is not None:
+        try:
+            voor_op, voor_id = lijst_cursor.decode(query["cursor"])
+        except lijst_cursor.InvalidCursor:
+            raise ValidationFailed(
+                [violation("cursor", "is geen geldige cursor", "query")]
+            ) from None
+    # Every live pepper version: rows stored before a rotation are found too.
+    macs = [
+        mac for mac, _ in dvref_hmacs_all(dv.dv_id, query["dvRef"], pepper_set=services.peppers)
+    ]
+    limiet = query["limiet"]
+    rows = await db.call_all(
+        services.pool,
+        "find_notificaties",
+        {
+            "dv_id": dv.dv_id,
+            "dvref_hmacs": macs,
+            "limiet": limiet + 1,  # one more than shown tells whether a next page exists
+            "voor_aangenomen_op": voor_op,
+            "voor_id": voor_id,
+        },
+    )
+    page = [row[0] for row in rows[:limiet]]
+    cursor = None
+    if len(rows) > limiet:
+        last = page[-1]
+        cursor = lijst_cursor.encode(
+            datetime.fromisoformat(last["aangenomenOp"]), uuid.UUID(last["notificatieId"])
+        )
+    return JSONResponse(
+        {
+            "notificaties": [
+                {name: value for name, value in n.items() if name != "pogingen"} for n in page
+            ],
+            "cursor": cursor,
+        }
+    )
+
+
+async def cancel_notificatie(request: Request) -> Response:
+    services = services_of(request)
+    dv = await caller(request)
+    notificatie_id = parse_notificatie_id(request.path_params["notificatieId"])
+    await db.call_one(
+        services.pool, "cancel_notificatie", {"dv_id": dv.dv_id, "id": notificatie_id}
+    )
+    return Response(status_code=204)
+
+
+async def notificatie(request: Request) -> Response:
+    if request.method == "DELETE":
+        return await cancel_notificatie(request)
+    return await get_notificatie(request)
+
+
+def routes() -> list[Route]:
+    base = BASE_PATH
+    return [
+        Route(f"{base}/decentraal/notificaties", intake_decentraal, methods=["POST"]),
+        Route(f"{base}/decentraal/notificaties/_batch", intake_decentraal_batch, methods=["POST"]),
+        Route(f"{base}/centraal/notificaties", intake_centraal, methods=["POST"]),
+        Route(f"{base}/centraal/notificaties/_batch", intake_centraal_batch, methods=["POST"]),
+        Route(f"{base}/notificaties", find_notificaties, methods=["GET"]),
+        # One route for both methods, so a 405 lists both in its Allow header.
+        Route(f"{base}/notificaties/{{notificatieId}}", notificatie, methods=["GET", "DELETE"]),
+    ]

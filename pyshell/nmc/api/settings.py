@@ -1,0 +1,157 @@
+"""Settings of `nmc api`, all from the environment (prefix NMC_).
+
+NMC_API_DATABASE_URL           the API's connection (role nmc_api); default: the admin URL
+                               (`nmc db url`) with user nmc_api
+NMC_API_POOL_MIN / _MAX        connection pool size (default 2 / 16)
+NMC_API_PREPARE_THRESHOLD      psycopg's prepare_threshold (default 5); `off` behind a
+                               PgBouncer in transaction mode that does not keep prepared
+                               statements
+NMC_API_MAX_BODY_BYTES         body limit of a single intake and the callback (64 KiB)
+NMC_API_MAX_BATCH_BODY_BYTES   body limit of a `_batch` intake (16 MiB)
+NMC_API_PROBLEM_BASE_URI       base of the problem `type` URIs
+NMC_API_SERVER_URL             the `servers` URL in the OpenAPI document
+NMC_API_DV_CACHE_SECONDS       how long an OIN -> DV lookup is reused (30)
+NMC_API_ACCESS_LOG             "0" turns the access log (method, route, status, time) off
+NMC_NOTIFYNL_CALLBACK_TOKEN    the bearer token NotifyNL sends on its callbacks; unset: the
+                               callback answers 503 (NotifyNL then retries)
+
+The feed, the webhook keys and operations (issues 6 and 7):
+NMC_OIN                        the NMC's own OIN, for the event source (see nmc.cloudevents)
+NMC_API_EVENT_SOURCE           the CloudEvents `source` (default urn:nld:oin:<NMC_OIN>:systeem:nmc)
+NMC_API_SSE_POLL_SECONDS       how often an open SSE stream looks for new events (1)
+NMC_API_SSE_KEEPALIVE_SECONDS  a `: keep-alive` comment after this much silence (15)
+NMC_API_SSE_MAX_SECONDS        a stream is closed after this long; the client resumes with
+                               Last-Event-ID (900)
+NMC_API_SSE_MAX_STREAMS        open streams per API process; beyond: 503 (100)
+NMC_GEEN_CONTACTGEGEVENS_DREMPEL  share of geen-contactgegevens above which a DV is flagged
+                               (metric and `nmc admin report geen-contactgegevens`; 0.3)
+NMC_LDV_URL / NMC_LDV_FILE     the LDV sink, as for the worker (default $NMC_HOME/ldv.jsonl)
+NMC_WEBHOOK_SIGNING_KEYS_FILE  the webhook signing ring; the API publishes its public keys
+
+Also read at start-up, by their own modules: NMC_KEK_FILE and NMC_PEPPERS(_FILE) (crypto),
+NMC_OAUTH_* (auth), NMC_WEBHOOK_SIGNING_KEYS_FILE (nmc.webhook_signing).
+"""
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nmc.api.openapi import DEFAULT_SERVER_URL
+from nmc.api.problems import DEFAULT_BASE_URI
+from nmc.cloudevents import event_source
+from nmc.config import Settings
+from nmc.database import connection_url
+from nmc.errors import NmcError
+
+DEFAULT_MAX_BODY_BYTES = 64 * 1024
+# 1000 items with their berichtgegevens (16 KiB each at most) fit; larger batches are split.
+DEFAULT_MAX_BATCH_BODY_BYTES = 16 * 1024 * 1024
+DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL = 0.3
+
+
+@dataclass(frozen=True)
+class SseSettings:
+    """Bounds of the SSE stream of the feed (see nmc.api.sse)."""
+
+    poll_seconds: float = 1.0
+    keepalive_seconds: float = 15.0
+    max_seconds: float = 900.0
+    max_streams: int = 100
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> "SseSettings":
+        return cls(
+            poll_seconds=_seconds(env, "NMC_API_SSE_POLL_SECONDS", 1.0),
+            keepalive_seconds=_seconds(env, "NMC_API_SSE_KEEPALIVE_SECONDS", 15.0),
+            max_seconds=_seconds(env, "NMC_API_SSE_MAX_SECONDS", 900.0),
+            max_streams=_int(env, "NMC_API_SSE_MAX_STREAMS", 100, minimum=0),
+        )
+
+
+@dataclass(frozen=True)
+class ApiSettings:
+    database_url: str = field(repr=False)
+    pool_min: int = 2
+    pool_max: int = 16
+    prepare_threshold: int | None = 5
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_batch_body_bytes: int = DEFAULT_MAX_BATCH_BODY_BYTES
+    problem_base_uri: str = DEFAULT_BASE_URI
+    server_url: str = DEFAULT_SERVER_URL
+    dv_cache_seconds: float = 30.0
+    callback_token: str | None = field(default=None, repr=False)
+    event_source: str = field(default_factory=lambda: event_source({}))
+    sse: SseSettings = field(default_factory=SseSettings)
+    geen_contactgegevens_drempel: float = DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL
+    ldv_url: str | None = None
+    ldv_file: Path | None = None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "ApiSettings":
+        env = os.environ if environ is None else environ
+        database_url = env.get("NMC_API_DATABASE_URL") or connection_url(
+            Settings.from_env(env), "api"
+        )
+        pool_min = _int(env, "NMC_API_POOL_MIN", 2, minimum=0)
+        pool_max = _int(env, "NMC_API_POOL_MAX", 16, minimum=1)
+        if pool_max < pool_min:
+            raise NmcError("NMC_API_POOL_MAX must not be smaller than NMC_API_POOL_MIN")
+        prepare = env.get("NMC_API_PREPARE_THRESHOLD", "").strip().lower()
+        return cls(
+            database_url=database_url,
+            pool_min=pool_min,
+            pool_max=pool_max,
+            prepare_threshold=None
+            if prepare in ("off", "none")
+            else _int(env, "NMC_API_PREPARE_THRESHOLD", 5, minimum=0),
+            max_body_bytes=_int(env, "NMC_API_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1),
+            max_batch_body_bytes=_int(
+                env, "NMC_API_MAX_BATCH_BODY_BYTES", DEFAULT_MAX_BATCH_BODY_BYTES, minimum=1
+            ),
+            problem_base_uri=env.get("NMC_API_PROBLEM_BASE_URI") or DEFAULT_BASE_URI,
+            server_url=env.get("NMC_API_SERVER_URL") or DEFAULT_SERVER_URL,
+            dv_cache_seconds=float(_int(env, "NMC_API_DV_CACHE_SECONDS", 30, minimum=0)),
+            callback_token=env.get("NMC_NOTIFYNL_CALLBACK_TOKEN") or None,
+            event_source=event_source(env),
+            sse=SseSettings.from_env(env),
+            geen_contactgegevens_drempel=geen_contactgegevens_drempel(env),
+            ldv_url=env.get("NMC_LDV_URL") or None,
+            ldv_file=Path(env.get("NMC_LDV_FILE") or Settings.from_env(env).home / "ldv.jsonl"),
+        )
+
+
+def geen_contactgegevens_drempel(env: Mapping[str, str]) -> float:
+    """NMC_GEEN_CONTACTGEGEVENS_DREMPEL: a share between 0 and 1 (default 0.3)."""
+    text = (env.get("NMC_GEEN_CONTACTGEGEVENS_DREMPEL") or "").strip()
+    if not text:
+        return DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise NmcError("NMC_GEEN_CONTACTGEGEVENS_DREMPEL must be a share between 0 and 1")
+    return value
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    text = (env.get(name) or "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0.0 < value <= 86_400.0:
+        raise NmcError(f"{name} must be a number of seconds above 0 (at most 86400)")
+    return value
+
+
+def _int(env: Mapping[str, str], name: str, default: int, *, minimum: int) -> int:
+    text = env.get(name)
+    if not text:
+        return default
+    if not text.strip().isdigit() or int(text) < minimum:
+        raise NmcError(f"{name} must be a whole number of at least {minimum}")
+    return int(text)

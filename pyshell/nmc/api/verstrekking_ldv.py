@@ -1,0 +1,72 @@
+"""The LDV record of each page of statuses the API provides to a DV (SPEC §8).
+
+A feed page, an SSE batch or a snapshot page tells the DV the status of notifications about
+persons: a provision of personal data. One record is written per page, before the page
+leaves, with the sinks of the send pipeline (`nmc.adapters.ldv`: NMC_LDV_URL, else the JSON
+lines file NMC_LDV_FILE). The record has the LDV span shape (trace id of the request, span
+id, name, start and end, status) and the attributes:
+
+    dpl.core.processing_activity_id   nmc-status-verstrekken
+    nmc.dienstverlener                the DV's id (the receiving party)
+    nmc.notificatie_ids               the notifications whose status the page carries
+
+A page concerns many persons whom the API cannot name (their data are encrypted and only the
+send task opens them), so there is no `dpl.core.data_subject_id`: the notification ids are
+the pseudonymous link an auditor follows. A page without a notification provides nothing
+personal and writes no record. A failed write refuses the page (503): nothing is provided
+that is not logged.
+"""
+
+import secrets
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from nmc.adapters.http import Deferral
+from nmc.adapters.ldv import RESOURCE, Sink
+from nmc.api.problems import Problem, service_unavailable
+
+ACTIVITEIT_STATUS_VERSTREKKEN = "nmc-status-verstrekken"
+
+
+class VerstrekkingLdv:
+    def __init__(self, sink: Sink) -> None:
+        self._sink = sink
+
+    async def record(
+        self, *, trace_id: str, name: str, dv_id: int, notificatie_ids: Iterable[str]
+    ) -> None:
+        """Write the record of one page; raises a 503 problem when it cannot be written."""
+        ids = sorted(set(notificatie_ids))
+        if not ids:
+            return
+        moment = datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+        record: dict[str, Any] = {
+            "trace_id": trace_id,
+            "span_id": secrets.token_hex(8),
+            "parent_span_id": None,
+            "name": name,
+            "start_time": moment,
+            "end_time": moment,
+            "status_code": "OK",
+            "resource": RESOURCE,
+            "attributes": {
+                "dpl.core.processing_activity_id": ACTIVITEIT_STATUS_VERSTREKKEN,
+                "nmc.dienstverlener": dv_id,
+                "nmc.notificatie_ids": ids,
+            },
+        }
+        try:
+            await self._sink.write(record)
+        except Deferral:
+            raise ldv_unavailable() from None
+
+    async def aclose(self) -> None:
+        await self._sink.aclose()
+
+
+def ldv_unavailable() -> Problem:
+    return service_unavailable(
+        "Het NMC kan deze verstrekking nu niet vastleggen; probeer het later opnieuw.",
+        retry_after=5,
+    )

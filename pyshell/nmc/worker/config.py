@@ -1,0 +1,105 @@
+"""The worker's settings: NMC_ environment variables, overridden by `nmc worker` options.
+
+NMC_WORKER_DATABASE_URL   the database as role nmc_worker (default: the admin URL with user
+                          nmc_worker, see `nmc db url --role worker`)
+NMC_NOTIFYNL_URL          NotifyNL's base URL (default https://api.notifynl.nl)
+NMC_NOTIFYNL_API_KEY      the API key `{name}-{service id}-{secret}` (required)
+NMC_PROFIELSERVICE_URL    the Profielservice's base URL (required for centraal regie)
+NMC_LDV_URL               the LDV collector (HTTP POST per record); when unset, records go to
+NMC_LDV_FILE              an append-only JSON-lines file (default $NMC_HOME/ldv.jsonl)
+NMC_HTTP_TIMEOUT          seconds per outbound call (default 10)
+NMC_WORKER_PREPARE_THRESHOLD  psycopg's prepare_threshold (default 5); `off` behind a
+                          PgBouncer in transaction mode that does not keep prepared statements
+NMC_KEK_FILE, NMC_PEPPERS / NMC_PEPPERS_FILE   as for the API (see nmc.crypto)
+"""
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nmc.config import Settings
+from nmc.database import connection_url
+from nmc.errors import NmcError
+
+KINDS = ("verzenden", "receipt", "reconciliëren", "vaststellen", "controle", "ongeldig-melden")
+KIND_ALIASES = {"reconcilieren": "reconciliëren", "navraag": "reconciliëren"}
+DEFAULT_NOTIFYNL_URL = "https://api.notifynl.nl"
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    database_url: str
+    notifynl_url: str
+    notifynl_api_key: str = field(repr=False)
+    profielservice_url: str | None
+    ldv_url: str | None
+    ldv_file: Path
+    http_timeout: float = 10.0
+    kinds: tuple[str, ...] = KINDS
+    batch: int = 20
+    concurrency: int = 20
+    poll_interval: float = 0.5
+    pool_size: int | None = None
+    prepare_threshold: int | None = 5
+
+    def __post_init__(self) -> None:
+        if self.batch < 1 or self.concurrency < 1:
+            raise NmcError("--batch and --concurrency must be at least 1")
+        if self.poll_interval <= 0:
+            raise NmcError("--poll-interval must be positive")
+
+    @classmethod
+    def from_env(
+        cls, settings: Settings, environ: Mapping[str, str] | None = None, **overrides
+    ) -> "WorkerConfig":
+        env = os.environ if environ is None else environ
+        api_key = env.get("NMC_NOTIFYNL_API_KEY")
+        if not api_key:
+            raise NmcError("NMC_NOTIFYNL_API_KEY is not set: the worker cannot call NotifyNL")
+        config = cls(
+            database_url=env.get("NMC_WORKER_DATABASE_URL") or connection_url(settings, "worker"),
+            notifynl_url=env.get("NMC_NOTIFYNL_URL") or DEFAULT_NOTIFYNL_URL,
+            notifynl_api_key=api_key,
+            profielservice_url=env.get("NMC_PROFIELSERVICE_URL") or None,
+            ldv_url=env.get("NMC_LDV_URL") or None,
+            ldv_file=Path(env.get("NMC_LDV_FILE") or settings.home / "ldv.jsonl"),
+            http_timeout=_positive(env.get("NMC_HTTP_TIMEOUT") or "10", "NMC_HTTP_TIMEOUT"),
+            prepare_threshold=_prepare_threshold(env.get("NMC_WORKER_PREPARE_THRESHOLD")),
+        )
+        given = {name: value for name, value in overrides.items() if value is not None}
+        return cls(**{**config.__dict__, **given})
+
+
+def parse_kinds(text: str) -> tuple[str, ...]:
+    """`verzenden,receipt` -> the task kinds, checked; `all` or '' -> every kind."""
+    if text.strip() in ("", "all"):
+        return KINDS
+    kinds = []
+    for name in (part.strip() for part in text.split(",")):
+        kind = KIND_ALIASES.get(name, name)
+        if kind not in KINDS:
+            raise NmcError(f"unknown task kind {name!r}; choose from {', '.join(KINDS)}")
+        if kind not in kinds:
+            kinds.append(kind)
+    return tuple(kinds)
+
+
+def _positive(text: str, name: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise NmcError(f"{name} must be a number of seconds, not {text!r}") from None
+    if value <= 0:
+        raise NmcError(f"{name} must be positive")
+    return value
+
+
+def _prepare_threshold(text: str | None) -> int | None:
+    if text is None or not text.strip():
+        return 5
+    if text.strip().lower() in ("off", "none"):
+        return None
+    if not text.strip().isdigit():
+        raise NmcError(f"NMC_WORKER_PREPARE_THRESHOLD must be a number or 'off', not {text!r}")
+    return int(text)

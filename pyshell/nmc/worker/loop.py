@@ -1,0 +1,218 @@
+"""`nmc worker`: claim loops per task kind, concurrent work within a batch, clean shutdown.
+
+Per kind one loop runs in this process. Kinds with an external call (verzenden,
+reconciliëren, ongeldig-melden) claim a batch (its own committed transaction) and work the
+claimed tasks concurrently, at most `concurrency` at a time, claiming again once half a batch
+of slots is free. SQL-only kinds (receipt, vaststellen, controle) make one call per round.
+An idle loop sleeps `poll_interval` (polling is the truth; no LISTEN/NOTIFY, no session
+advisory locks, so PgBouncer in transaction mode works).
+
+SIGTERM/SIGINT: stop claiming, finish what is held (bounded by the lease), exit 0.
+"""
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import signal
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+
+import httpx
+import psycopg
+
+from nmc import crypto
+from nmc.adapters import ldv
+from nmc.adapters.notifynl import NotifyNL
+from nmc.adapters.profielservice import Profielservice
+from nmc.worker import controle, navraag, ongeldig, receipt, vaststellen, verzenden
+from nmc.worker.config import WorkerConfig
+from nmc.worker.context import Context
+from nmc.worker.db import Database
+from nmc.worker.logs import event
+
+SHUTDOWN_GRACE_S = 110.0  # below the default 2-minute lease: held work ends before it lapses
+
+
+@dataclass(frozen=True)
+class Kind:
+    soort: str
+    claim: Callable[[Context, int], Awaitable[list]] | None = None
+    handle: Callable[[Context, object], Awaitable[str]] | None = None
+    process: Callable[[Context, int], Awaitable[int]] | None = None
+    batch: int | None = None  # fixed batch (the watchdog claims one)
+
+
+def kinds() -> dict[str, Kind]:
+    return {
+        verzenden.SOORT: Kind(verzenden.SOORT, claim=verzenden.claim, handle=verzenden.handle),
+        receipt.SOORT: Kind(receipt.SOORT, process=receipt.process),
+        navraag.SOORT: Kind(navraag.SOORT, claim=navraag.claim, handle=navraag.handle),
+        vaststellen.SOORT: Kind(vaststellen.SOORT, process=vaststellen.process),
+        controle.SOORT: Kind(controle.SOORT, process=controle.Controle().process, batch=1),
+        ongeldig.SOORT: Kind(ongeldig.SOORT, claim=ongeldig.claim, handle=ongeldig.handle),
+    }
+
+
+def eigenaar() -> str:
+    """Lease owner: host, pid and a random part (two workers never share one)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"[:200]
+
+
+class Worker:
+    def __init__(self, config: WorkerConfig, ctx: Context) -> None:
+        self.config = config
+        self.ctx = ctx
+        self.kinds = {soort: kind for soort, kind in kinds().items() if soort in config.kinds}
+        self._stopping = asyncio.Event()
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def started(
+        cls,
+        config: WorkerConfig,
+        *,
+        ring: crypto.KekRing | None = None,
+        pseudonym_key: bytes | None = None,
+    ) -> AsyncIterator["Worker"]:
+        """Open the pool, the HTTP client and the LDV sink; close them afterwards."""
+        ring = crypto.kek_ring() if ring is None else ring
+        key = ldv.pseudonym_key() if pseudonym_key is None else pseudonym_key
+        # One connection per concurrent call at most: httpcore's pool scans every connection
+        # on each request, so idle extras only cost CPU.
+        limits = httpx.Limits(max_connections=max(config.concurrency, 4))
+        pool_size = config.pool_size or min(config.concurrency, 20) + len(config.kinds)
+        async with httpx.AsyncClient(
+            timeout=httpx.Timeout(config.http_timeout), limits=limits
+        ) as client:
+            db = await Database.open(config.database_url, pool_size, config.prepare_threshold)
+            sink = (
+                ldv.HttpSink(client, config.ldv_url)
+                if config.ldv_url
+                else ldv.FileSink(config.ldv_file)
+            )
+            ctx = Context(
+                db=db,
+                notifynl=NotifyNL(client, config.notifynl_url, config.notifynl_api_key),
+                profielservice=(
+                    Profielservice(client, config.profielservice_url)
+                    if config.profielservice_url
+                    else None
+                ),
+                ldv=ldv.Ldv(sink, key),
+                ring=ring,
+                eigenaar=eigenaar(),
+            )
+            try:
+                yield cls(config, ctx)
+            finally:
+                await ctx.ldv.aclose()
+                await db.close()
+
+    def stop(self) -> None:
+        """Stop claiming; `run` returns once the held tasks are done."""
+        self._stopping.set()
+
+    async def run(self) -> None:
+        event(
+            logging.INFO,
+            "worker-start",
+            eigenaar=self.ctx.eigenaar,
+            soorten=list(self.kinds),
+            batch=self.config.batch,
+            concurrency=self.config.concurrency,
+        )
+        loops = [
+            self._claim_loop(kind) if kind.claim else self._process_loop(kind)
+            for kind in self.kinds.values()
+        ]
+        await asyncio.gather(*loops)
+        event(logging.INFO, "worker-stop", eigenaar=self.ctx.eigenaar)
+
+    async def run_once(self, soort: str) -> int:
+        """One round of one kind, waiting for its work (tests, and `drain`)."""
+        kind = self.kinds[soort]
+        batch = kind.batch or self.config.batch
+        if kind.process:
+            return await kind.process(self.ctx, batch)
+        claimed = await kind.claim(self.ctx, batch)
+        limit = asyncio.Semaphore(self.config.concurrency)
+
+        async def bounded(taak) -> None:
+            async with limit:
+                await kind.handle(self.ctx, taak)
+
+        await asyncio.gather(*(bounded(taak) for taak in claimed))
+        return len(claimed)
+
+    async def drain(self, soorten: list[str] | None = None, max_rounds: int = 50) -> int:
+        """Run rounds over the kinds until a whole pass finds nothing due; returns the total."""
+        total = 0
+        for _ in range(max_rounds):
+            done = 0
+            for soort in soorten or list(self.kinds):
+                done += await self.run_once(soort)
+            total += done
+            if done == 0:
+                return total
+        return total
+
+    async def _claim_loop(self, kind: Kind) -> None:
+        batch, concurrency = self.config.batch, self.config.concurrency
+        threshold = max(1, min(batch, concurrency // 2))
+        inflight: set[asyncio.Task] = set()
+        while not self._stopping.is_set():
+            free = concurrency - len(inflight)
+            if inflight and free < threshold:
+                await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
+                continue
+            try:
+                claimed = await kind.claim(self.ctx, min(batch, free))
+            except (psycopg.Error, OSError) as error:
+                self._log_round_error(kind, error)
+                claimed = []
+            for taak in claimed:
+                task = asyncio.create_task(kind.handle(self.ctx, taak))
+                inflight.add(task)
+                task.add_done_callback(inflight.discard)
+            if not claimed:
+                await self._idle()
+        if inflight:
+            _, late = await asyncio.wait(inflight, timeout=SHUTDOWN_GRACE_S)
+            for task in late:
+                task.cancel()  # its lease runs out and another worker re-claims it
+
+    async def _process_loop(self, kind: Kind) -> None:
+        batch = kind.batch or self.config.batch
+        while not self._stopping.is_set():
+            try:
+                done = await kind.process(self.ctx, batch)
+            except (psycopg.Error, OSError) as error:
+                self._log_round_error(kind, error)
+                done = 0
+            if done < batch:
+                await self._idle()
+
+    async def _idle(self) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopping.wait(), timeout=self.config.poll_interval)
+
+    def _log_round_error(self, kind: Kind, error: Exception) -> None:
+        event(
+            logging.ERROR,
+            "ronde-mislukt",
+            soort=kind.soort,
+            fout=type(error).__name__,
+            sqlstate=getattr(error, "sqlstate", None),
+        )
+
+
+async def main(config: WorkerConfig) -> None:
+    """The `nmc worker` process: run until SIGTERM or SIGINT."""
+    async with Worker.started(config) as worker:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, worker.stop)
+        await worker.run()

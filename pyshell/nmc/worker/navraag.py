@@ -1,0 +1,36 @@
+"""Reconciliation tasks (`reconciliëren`): ask NotifyNL for an attempt's status and hand the
+answer to nmc.finish_navraag, which judges it exactly like a receipt.
+
+A 404 is `gevonden = false` (the SQL decides the dead end). The request names only NotifyNL's
+id; the address NotifyNL echoes back is dropped by the adapter, so no LDV record is written.
+"""
+
+from nmc.worker.context import Context, settle
+
+SOORT = "reconciliëren"
+
+
+async def claim(ctx: Context, batch: int) -> list:
+    return await ctx.db.rows("claim_navraag", eigenaar=ctx.eigenaar, batch=batch)
+
+
+async def handle(ctx: Context, taak) -> str:
+    return await settle(ctx, SOORT, taak.taak_id, taak.claim_epoch, _ask(ctx, taak))
+
+
+async def _ask(ctx: Context, taak) -> str:
+    await ctx.extend_lease(taak.taak_id, taak.claim_epoch)
+    if taak.notifynl_id is not None:
+        bericht = await ctx.notifynl.get_notification(taak.notifynl_id)
+    else:
+        found = await ctx.notifynl.find_by_reference(str(taak.poging_id))
+        bericht = found[-1] if found else None
+    return await ctx.db.value(
+        "finish_navraag",
+        taak_id=taak.taak_id,
+        claim_epoch=taak.claim_epoch,
+        gevonden=bericht is not None,
+        status=bericht.status if bericht else None,
+        completed_at=bericht.completed_at if bericht else None,
+        sent_at=bericht.sent_at if bericht else None,
+    )

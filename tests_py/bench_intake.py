@@ -1,0 +1,459 @@
+"""Intake benchmark (not a test; pytest does not collect it): HTTP next to the raw SQL ceiling.
+
+    .venv/bin/python tests_py/bench_intake.py [--seconds 10] [--workers 2] ...
+
+On a fresh database (on the embedded cluster, or NMC_DATABASE_URL) it measures, in one run:
+
+1. the SQL ceiling of the single intake: nmc.intake_notificatie called directly over several
+   connections with pre-sealed values (what the API's one SQL call costs, without HTTP);
+2. the same for the batch: nmc.intake_notificaties with 1000 items per call;
+3. single-notification intake over HTTP: `nmc api` (uvicorn) on loopback, several processes
+   of concurrent httpx clients, throughput and p50/p99 latency;
+4. batch intake over HTTP, 1000 notifications per request.
+
+Everything (clients, API, PostgreSQL) shares this machine's cores, so the figures are a lower
+bound for a deployment where they do not.
+"""
+
+import argparse
+import asyncio
+import itertools
+import json
+import multiprocessing
+import os
+import secrets
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import psycopg
+from psycopg import sql
+
+from nmc.api.auth import generate_dev_iam_key, issue_dev_token
+from nmc.config import Settings
+from nmc.crypto import new_kek_ring, new_peppers, parse_kek_ring, seal
+from nmc.database import connection_url, with_overrides
+from nmc.embedded_db import EmbeddedCluster
+from nmc.migrate import migrate
+from nmc.queries import QUERIES
+
+ROOT = Path(__file__).resolve().parent.parent
+OIN_PREFIX = "000000019999999990"  # + two digits per DV
+ISSUER = "https://iam.bench.localhost"
+AUDIENCE = "nmc-bench"
+BASE = "/api/nmc/v1"
+BATCH_SIZE = 1000
+
+
+# --------------------------------------------------------------------------------------------
+# Set-up
+
+
+def oin(n: int) -> str:
+    return f"{OIN_PREFIX}{n:02d}"
+
+
+def create_database(admin_url: str, dvs: int) -> tuple[str, str, list[int]]:
+    """A fresh migrated database with `dvs` onboarded DVs; returns (name, url, dv ids)."""
+    name = f"nmc_bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    url = with_overrides(admin_url, database=name)
+    migrate(url, ROOT)
+    dv_ids = []
+    with psycopg.connect(url, autocommit=True) as conn:
+        for n in range(dvs):
+            document = {
+                "oin": oin(n),
+                "naam": f"Benchmark DV {n}",
+                "quotumPerMinuut": 2_000_000_000,
+                "quotumPerDag": 2_000_000_000,
+                "berichttypen": [
+                    {"code": "bench", "notifynlTemplateId": str(uuid.uuid4())},
+                ],
+            }
+            row = conn.execute(QUERIES["apply_dienstverlener"], {"config": json.dumps(document)})
+            dv_ids.append(row.fetchone()[0])
+    return name, url, dv_ids
+
+
+def drop_database(admin_url: str, name: str) -> None:
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+
+
+def write_secrets(directory: Path) -> dict[str, str]:
+    (directory / "kek.json").write_text(json.dumps(new_kek_ring("bench-kek")))
+    (directory / "peppers.json").write_text(json.dumps(new_peppers()))
+    generate_dev_iam_key(directory / "iam.pem", directory / "jwks.json")
+    return {
+        "NMC_KEK_FILE": str(directory / "kek.json"),
+        "NMC_PEPPERS_FILE": str(directory / "peppers.json"),
+        "NMC_OAUTH_ISSUER": ISSUER,
+        "NMC_OAUTH_AUDIENCE": AUDIENCE,
+        "NMC_OAUTH_JWKS_FILE": str(directory / "jwks.json"),
+        "NMC_DEV_IAM_KEY_FILE": str(directory / "iam.pem"),
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+# --------------------------------------------------------------------------------------------
+# The SQL ceiling
+
+
+def sealed_values(dv_id: int) -> dict:
+    ring = parse_kek_ring(new_kek_ring("bench-kek"))
+    sealed = seal(uuid.uuid4(), dv_id, "iemand@voorbeeld.nl", {"naam": "Voorbeeld"}, ring=ring)
+    return {"ontvanger": sealed.recipient, "gegevens": sealed.berichtgegevens,
+            "sleutel": sealed.wrapped_key}  # fmt: skip
+
+
+def single_params(dv_id: int, values: dict) -> dict:
+    return {
+        "id": uuid.uuid4(), "dv_id": dv_id, "berichttype": "bench", "regie": "decentraal",
+        "dvref_hmac": secrets.token_bytes(32), "pepper_versie": 1,
+        "payload_hash": secrets.token_bytes(32), "kek_id": "bench-kek", "geldig_tot": None,
+        "batch_id": None, "trace_id": secrets.token_hex(16), "dienst": None, **values,
+    }  # fmt: skip
+
+
+def batch_params(dv_id: int, values: dict, n: int) -> dict:
+    return {
+        "dv_id": dv_id, "regie": "decentraal", "pepper_versie": 1, "kek_id": "bench-kek",
+        "batch_id": uuid.uuid4(), "ids": [uuid.uuid4() for _ in range(n)],
+        "berichttypen": ["bench"] * n,
+        "dvref_hmacs": [secrets.token_bytes(32) for _ in range(n)],
+        "payload_hashes": [secrets.token_bytes(32) for _ in range(n)],
+        "ontvangers": [values["ontvanger"]] * n, "gegevens": [values["gegevens"]] * n,
+        "sleutels": [values["sleutel"]] * n, "geldig_tot": [None] * n,
+        "trace_ids": [secrets.token_hex(16)] * n, "diensten": [None] * n,
+    }  # fmt: skip
+
+
+async def sql_ceiling(
+    api_url: str, dv_ids: list[int], connections: int, seconds: float, batch: int
+) -> float:
+    """Intakes per second of the bare SQL call over `connections` connections (as nmc_api),
+    connection k working for DV k mod len(dv_ids). Parameters are made before the clock runs
+    for each call, as the API has them ready after sealing."""
+    values = sealed_values(dv_ids[0])
+    done = 0
+    deadline = time.perf_counter() + seconds
+
+    async def worker(k: int) -> None:
+        nonlocal done
+        dv_id = dv_ids[k % len(dv_ids)]
+        async with await psycopg.AsyncConnection.connect(api_url, autocommit=True) as conn:
+            while time.perf_counter() < deadline:
+                if batch == 1:
+                    query, params = QUERIES["intake_notificatie"], single_params(dv_id, values)
+                else:
+                    query = QUERIES["intake_notificaties"]
+                    params = batch_params(dv_id, values, batch)
+                await (await conn.execute(query, params)).fetchall()
+                done += batch
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker(k) for k in range(connections)))
+    return done / (time.perf_counter() - started)
+
+
+def warm_up(url: str, api_url: str, dv_ids: list[int], per_dv: int) -> None:
+    """Give every DV `per_dv` notifications, then ANALYZE: a database in use has statistics
+    (on an empty, never analysed table the planner hashes all of a DV's rows per intake)."""
+    values = sealed_values(dv_ids[0])
+    with psycopg.connect(api_url, autocommit=True) as conn:
+        for dv_id in dv_ids:
+            for _ in range(per_dv // BATCH_SIZE):
+                conn.execute(
+                    QUERIES["intake_notificaties"], batch_params(dv_id, values, BATCH_SIZE)
+                )
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("ANALYZE")
+
+
+# --------------------------------------------------------------------------------------------
+# HTTP load (each client process runs several httpx clients)
+
+
+def body(prefix: str, i: int) -> dict:
+    return {
+        "dvRef": f"{prefix}-{i}",
+        "berichtType": "bench",
+        "emailAdres": f"ontvanger{i}@voorbeeld.nl",
+        "berichtgegevens": {"naam": "Voorbeeld B.V.", "kenmerk": f"K-{i}"},
+    }
+
+
+async def single_load(
+    base_url: str, tokens: list[str], clients: int, per_client: int, seconds: float
+) -> tuple[list[float], int, float]:
+    """(latencies of accepted intakes, errors, CPU seconds this load process used)."""
+    cpu_before = time.process_time()
+    latencies: list[float] = []
+    errors = 0
+    deadline = time.perf_counter() + seconds
+    prefix = uuid.uuid4().hex[:12]
+    counter = itertools.count()
+
+    async def run(client: httpx.AsyncClient, token: str) -> None:
+        nonlocal errors
+        headers = {"Authorization": f"Bearer {token}"}
+        while time.perf_counter() < deadline:
+            started = time.perf_counter()
+            response = await client.post(
+                f"{BASE}/decentraal/notificaties", json=body(prefix, next(counter)), headers=headers
+            )
+            if response.status_code == 202:
+                latencies.append(time.perf_counter() - started)
+            else:
+                errors += 1
+
+    limits = httpx.Limits(max_connections=per_client, max_keepalive_connections=per_client)
+    pool = [httpx.AsyncClient(base_url=base_url, limits=limits, timeout=60) for _ in range(clients)]
+    try:
+        await asyncio.gather(
+            *(
+                run(client, tokens[(c * per_client + i) % len(tokens)])
+                for c, client in enumerate(pool)
+                for i in range(per_client)
+            )
+        )
+    finally:
+        for client in pool:
+            await client.aclose()
+    return latencies, errors, time.process_time() - cpu_before
+
+
+async def batch_load(
+    base_url: str, tokens: list[str], concurrency: int, seconds: float
+) -> tuple[int, int]:
+    done = 0
+    errors = 0
+    deadline = time.perf_counter() + seconds
+
+    async def run(client: httpx.AsyncClient, token: str) -> None:
+        nonlocal done, errors
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        while time.perf_counter() < deadline:
+            prefix = uuid.uuid4().hex[:12]
+            payload = json.dumps({"notificaties": [body(prefix, i) for i in range(BATCH_SIZE)]})
+            response = await client.post(
+                f"{BASE}/decentraal/notificaties/_batch", content=payload, headers=headers
+            )
+            if response.status_code == 202:
+                done += BATCH_SIZE
+            else:
+                errors += 1
+
+    async with httpx.AsyncClient(base_url=base_url, timeout=300) as client:
+        await asyncio.gather(*(run(client, tokens[i % len(tokens)]) for i in range(concurrency)))
+    return done, errors
+
+
+def _client_process(kind: str, args: tuple, queue: multiprocessing.Queue) -> None:
+    load = single_load if kind == "single" else batch_load
+    queue.put(asyncio.run(load(*args)))
+
+
+def run_clients(kind: str, processes: int, args: tuple) -> list:
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    workers = [
+        context.Process(target=_client_process, args=(kind, args, queue)) for _ in range(processes)
+    ]
+    for worker in workers:
+        worker.start()
+    results = [queue.get() for _ in workers]
+    for worker in workers:
+        worker.join()
+    return results
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def start_api(env: dict[str, str], port: int, workers: int) -> subprocess.Popen:
+    command = [sys.executable, "-m", "nmc", "api", "--port", str(port)]
+    command += ["--workers", str(workers), "--no-access-log"]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}{BASE}/openapi.json").status_code == 200:
+                time.sleep(1.0)  # let every worker finish its start-up
+                return process
+        except httpx.TransportError:
+            pass
+        if process.poll() is not None:
+            raise SystemExit(f"nmc api failed to start:\n{process.stderr.read().decode()}")
+        time.sleep(0.2)
+    process.terminate()
+    raise SystemExit("nmc api did not answer within 30 s")
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of a process and its children (uvicorn workers), from
+    /proc (Linux); 0 where unavailable."""
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if stat.parent.name == str(pid) or fields[1] == str(pid):
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else 0.0
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    option = parser.add_argument
+    option("--seconds", type=float, default=5.0, help="per measurement (5)")
+    option("--rounds", type=int, default=3, help="rounds of all four measurements (3)")
+    option("--dvs", type=int, default=1, help="DVs the load is spread over (1)")
+    option("--warm-up", type=int, default=5000, help="notifications per DV before measuring")
+    option("--workers", type=int, default=1, help="uvicorn worker processes (1)")
+    option("--pool", type=int, default=8, help="connections per API worker (8)")
+    option("--sql-connections", type=int, default=8, help="connections, SQL ceiling (8)")
+    option("--client-processes", type=int, default=2, help="load generator processes (2)")
+    option("--clients", type=int, default=4, help="httpx clients per process (4)")
+    option("--per-client", type=int, default=4, help="requests in flight per client (4)")
+    option("--batch-concurrency", type=int, default=4, help="batches in flight (4)")
+    return parser.parse_args()
+
+
+def measure_round(args, api_url, dv_ids, base_url, tokens, api_pid) -> dict[str, float]:
+    """One round: each SQL ceiling right before its HTTP counterpart, so that load from
+    elsewhere on the machine hits both alike. Also the CPU each side spends per intake."""
+    cpu_before = time.process_time()
+    sql_single = asyncio.run(sql_ceiling(api_url, dv_ids, args.sql_connections, args.seconds, 1))
+    sql_client_cpu = (time.process_time() - cpu_before) / max(1.0, sql_single * args.seconds)
+    load = (base_url, tokens, args.clients, args.per_client, args.seconds)
+    api_before = process_cpu(api_pid)
+    results = run_clients("single", args.client_processes, load)
+    latencies = [latency for found, _, _ in results for latency in found]
+    accepted = max(1, len(latencies))
+    api_cpu = (process_cpu(api_pid) - api_before) / accepted
+    load_cpu = sum(cpu for _, _, cpu in results) / accepted
+    sql_batch = asyncio.run(
+        sql_ceiling(api_url, dv_ids, args.batch_concurrency, args.seconds, BATCH_SIZE)
+    )
+    [(done, batch_errors)] = run_clients(
+        "batch", 1, (base_url, tokens, args.batch_concurrency, args.seconds)
+    )
+    return {
+        "sql_single": sql_single,
+        "http_single": len(latencies) / args.seconds,
+        "p50": percentile(latencies, 0.5) * 1000,
+        "p99": percentile(latencies, 0.99) * 1000,
+        "errors": sum(failed for _, failed, _ in results) + batch_errors,
+        "cpu_sql_client": sql_client_cpu * 1000,
+        "cpu_api": api_cpu * 1000,
+        "cpu_load": load_cpu * 1000,
+        "sql_batch": sql_batch,
+        "http_batch": done / args.seconds,
+    }
+
+
+def main() -> int:
+    args = parse_args()
+    settings = Settings.from_env()
+    if not settings.database_url:
+        EmbeddedCluster(settings).start()
+    admin_url = connection_url(settings)
+    name, url, dv_ids = create_database(admin_url, args.dvs)
+    api_url = with_overrides(url, user="nmc_api")
+    in_flight = args.client_processes * args.clients * args.per_client
+    print(
+        f"database {name}, {args.dvs} DV(s), warm-up {args.warm_up}/DV; {os.cpu_count()} CPUs "
+        f"shared by load generator, API ({args.workers} worker(s), pool {args.pool}) and "
+        f"PostgreSQL; {args.rounds} round(s) of {args.seconds:.0f} s per measurement\n"
+        f"single: SQL {args.sql_connections} connections, HTTP {in_flight} in flight "
+        f"({args.client_processes} processes x {args.clients} httpx clients x "
+        f"{args.per_client}); batch: {args.batch_concurrency} in flight, {BATCH_SIZE} per call"
+    )
+    api = None
+    try:
+        warm_up(url, api_url, dv_ids, args.warm_up)
+        with tempfile.TemporaryDirectory() as tmp:
+            env = {**os.environ, **write_secrets(Path(tmp))}
+            env.update(
+                NMC_API_DATABASE_URL=api_url,
+                NMC_API_POOL_MIN=str(args.pool),
+                NMC_API_POOL_MAX=str(args.pool),
+            )
+            tokens = [
+                issue_dev_token(oin(n), lifetime_seconds=3600, environ=env) for n in range(args.dvs)
+            ]
+            port = free_port()
+            api = start_api(env, port, args.workers)
+            base_url = f"http://127.0.0.1:{port}"
+
+            header = (
+                "round  SQL single  HTTP single   p50 ms   p99 ms  ratio   SQL batch  HTTP batch"
+            )
+            print(header)
+            rounds = []
+            for number in range(1, args.rounds + 1):
+                r = measure_round(args, api_url, dv_ids, base_url, tokens, api.pid)
+                rounds.append(r)
+                print(
+                    f"{number:5d}  {r['sql_single']:10.0f}  {r['http_single']:11.0f}  "
+                    f"{r['p50']:7.1f}  {r['p99']:7.1f}  {r['http_single'] / r['sql_single']:5.0%}"
+                    f"  {r['sql_batch']:10.0f}  {r['http_batch']:10.0f}"
+                    + (f"  ({r['errors']} errors)" if r["errors"] else "")
+                )
+            median = {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
+            ratio = statistics.median(r["http_single"] / r["sql_single"] for r in rounds)
+            print(
+                f"median {median['sql_single']:10.0f}  {median['http_single']:11.0f}  "
+                f"{median['p50']:7.1f}  {median['p99']:7.1f}  {ratio:5.0%}  "
+                f"{median['sql_batch']:10.0f}  {median['http_batch']:10.0f}"
+            )
+            print(
+                f"CPU per single intake (median, ms): API process {median['cpu_api']:.2f}, "
+                f"httpx load generator {median['cpu_load']:.2f}; SQL-ceiling client "
+                f"(psycopg) {median['cpu_sql_client']:.2f}; PostgreSQL's share is the same on "
+                "both paths"
+            )
+            quiet = run_clients("single", 1, (base_url, tokens, 1, 1, args.seconds))
+            latencies = quiet[0][0]
+            print(
+                f"one request in flight: {len(latencies) / args.seconds:.0f}/s, "
+                f"p50 {percentile(latencies, 0.5) * 1000:.1f} ms, "
+                f"p99 {percentile(latencies, 0.99) * 1000:.1f} ms"
+            )
+            print(
+                f"targets: single >= 60% of the SQL ceiling: {ratio:.0%}; "
+                f"batch >= 20,000/s: {median['http_batch']:.0f}/s "
+                f"({median['http_batch'] / median['sql_batch']:.0%} of its SQL ceiling)"
+            )
+    finally:
+        if api is not None:
+            api.terminate()
+            api.wait(timeout=30)
+        drop_database(admin_url, name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

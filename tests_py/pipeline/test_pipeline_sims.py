@@ -1,0 +1,296 @@
+"""Simulator fidelity: the NotifyNL contract's auth rule, error bodies, validation, bodies,
+retention and callback retries; the Profielservice's problem JSON."""
+
+import time
+import uuid
+import warnings
+
+import httpx
+import jwt
+import pytest
+from jwt.warnings import InsecureKeyLengthWarning
+from pipelinetest import API_KEY, configure_notifynl, sim_get, wait_for
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from nmc.sim.notifynl import NotifySim, SimConfig
+from nmc.sim.server import start_in_thread
+
+SERVICE_ID, SECRET = API_KEY[-73:-37], API_KEY[-36:]
+TEMPLATE = "a0a0a0a0-0000-4000-8000-00000000000a"
+WRONG_SECRET = str(uuid.uuid4())
+CB_TOKEN = uuid.uuid4().hex
+SEND = {"email_address": "bezorgd+s@voorbeeld.nl", "template_id": TEMPLATE, "reference": "r-1"}
+
+
+def token(iat_offset=0.0, secret=SECRET, iss=SERVICE_ID, algorithm="HS256", **claims):
+    payload = {"iss": iss, "iat": int(time.time() + iat_offset), **claims}
+    if iss is None:
+        payload.pop("iss")
+    with warnings.catch_warnings():  # HS512 with a NotifyNL secret is short: that is the case
+        warnings.simplefilter("ignore", InsecureKeyLengthWarning)
+        return jwt.encode(payload, secret, algorithm=algorithm)
+
+
+@pytest.fixture
+def notifynl(sims) -> str:
+    httpx.post(f"{sims.notifynl_url}/_sim/reset").raise_for_status()
+    configure_notifynl(sims, callback_url=None, retention_s=7 * 86400.0)
+    return sims.notifynl_url
+
+
+def send(url, body=SEND, bearer=None, headers=None):
+    given = {"Authorization": f"Bearer {bearer or token()}"} if headers is None else headers
+    return httpx.post(f"{url}/v2/notifications/email", json=body, headers=given)
+
+
+def auth_error(status, message):
+    return {"status_code": status, "errors": [{"error": "AuthError", "message": message}]}
+
+
+def test_the_30_second_clock_rule(notifynl):
+    assert send(notifynl, bearer=token(-25)).status_code == 201
+    assert send(notifynl, bearer=token(+25)).status_code == 201
+    for offset in (-35, +35):
+        response = send(notifynl, bearer=token(offset))
+        assert response.status_code == 403
+        assert response.json() == auth_error(
+            403, "Error: Your system clock must be accurate to within 30 seconds"
+        )
+
+
+@pytest.mark.parametrize(
+    ("headers", "status", "message"),
+    [
+        ({}, 401, "Unauthorized: authentication token must be provided"),
+        (
+            {"Authorization": "Basic abc"},
+            401,
+            "Unauthorized: authentication bearer scheme must be used",
+        ),
+        ({"Authorization": "Bearer nonsense"}, 403, None),
+        (
+            {"Authorization": f"Bearer {token(iss=None)}"},
+            403,
+            "Invalid token: iss field not provided",
+        ),
+        (
+            {"Authorization": f"Bearer {token(iss='abc')}"},
+            403,
+            "Invalid token: service id is not the right data type",
+        ),
+        (
+            {"Authorization": f"Bearer {token(iss=str(uuid.uuid4()))}"},
+            403,
+            "Invalid token: service not found",
+        ),
+        (
+            {"Authorization": f"Bearer {token(secret=WRONG_SECRET)}"},
+            403,
+            "Invalid token: API key not found",
+        ),
+        (
+            {"Authorization": f"Bearer {token(algorithm='HS512')}"},
+            403,
+            "Invalid token: algorithm used is not HS256",
+        ),
+    ],
+)
+def test_auth_errors_have_notifynl_bodies(notifynl, headers, status, message):
+    response = send(notifynl, headers=headers)
+    assert response.status_code == status
+    body = response.json()
+    assert body["status_code"] == status
+    assert body["errors"][0]["error"] == "AuthError"
+    if message:
+        assert body == auth_error(status, message)
+
+
+def test_a_revoked_key_is_refused():
+    revoked = f"oud-{uuid.uuid4()}-{uuid.uuid4()}"
+    sim = NotifySim(SimConfig(revoked_keys=[revoked]))
+    server = start_in_thread(sim.app)
+    try:
+        bearer = token(iss=revoked[-73:-37], secret=revoked[-36:])
+        response = send(server.url, bearer=bearer)
+        assert response.json() == auth_error(403, "Invalid token: API key revoked")
+    finally:
+        server.stop()
+
+
+def test_validation_errors(notifynl):
+    response = send(notifynl, {**SEND, "sanitise_content_for": "x"})
+    assert response.status_code == 400
+    assert response.json() == {
+        "status_code": 400,
+        "errors": [
+            {
+                "error": "ValidationError",
+                "message": (
+                    "Additional properties are not allowed (sanitise_content_for was unexpected)"
+                ),
+            }
+        ],
+    }
+    bad = send(notifynl, {**SEND, "email_address": "geen adres"}).json()
+    assert bad["errors"] == [
+        {"error": "ValidationError", "message": "email_address Not a valid email address"}
+    ]
+    missing = send(notifynl, {"email_address": "a@b.nl"}).json()
+    assert {"error": "ValidationError", "message": "template_id is a required property"} in missing[
+        "errors"
+    ]
+    assert sim_get(notifynl, "/_sim/sent")["count"] == 0
+
+
+def test_201_body_get_by_id_and_list_shapes(notifynl):
+    created = send(notifynl, {**SEND, "personalisation": {"naam": "Jan"}})
+    assert created.status_code == 201
+    body = created.json()
+    assert set(body) >= {"id", "reference", "content", "uri", "template"}
+    assert set(body["content"]) == {"subject", "body", "from_email"}
+    assert set(body["template"]) == {"id", "version", "uri"}
+    headers = {"Authorization": f"Bearer {token()}"}
+    one = httpx.get(f"{notifynl}/v2/notifications/{body['id']}", headers=headers).json()
+    assert one["type"] == "email" and one["reference"] == "r-1"
+    assert one["created_at"].endswith("Z") and len(one["created_at"]) == 27
+    listed = httpx.get(f"{notifynl}/v2/notifications", params={"reference": "r-1"}, headers=headers)
+    assert [n["id"] for n in listed.json()["notifications"]] == [body["id"]]
+    assert set(listed.json()["links"]) == {"current"}
+    not_uuid = httpx.get(f"{notifynl}/v2/notifications/123", headers=headers)
+    assert not_uuid.status_code == 400
+    assert not_uuid.json()["errors"][0]["error"] == "ValidationError"
+
+
+def test_retention_gives_404(notifynl):
+    created = send(notifynl).json()
+    httpx.post(f"{notifynl}/_sim/clock", json={"advance_s": 7 * 86400 + 1}).raise_for_status()
+    headers = {"Authorization": f"Bearer {token()}"}
+    response = httpx.get(f"{notifynl}/v2/notifications/{created['id']}", headers=headers)
+    assert response.status_code == 404
+    assert response.json() == {
+        "status_code": 404,
+        "errors": [{"error": "NoResultFound", "message": "No result found"}],
+    }
+    listed = httpx.get(f"{notifynl}/v2/notifications", params={"reference": "r-1"}, headers=headers)
+    assert listed.json()["notifications"] == []
+
+
+class FlakyReceiver:
+    """Answers the first `failures` callbacks with `code`, then 200."""
+
+    def __init__(self, failures: int, code: int) -> None:
+        self.failures, self.code, self.calls = failures, code, []
+        self.app = Starlette(routes=[Route("/cb", self.receive, methods=["POST"])])
+
+    async def receive(self, request: Request) -> Response:
+        self.calls.append((request.headers.get("authorization"), await request.json()))
+        failing = len(self.calls) <= self.failures
+        return Response(status_code=self.code if failing else 200)
+
+
+@pytest.mark.parametrize(
+    ("failures", "code", "attempts", "result"),
+    [
+        (2, 503, 3, "delivered"),
+        (3, 429, 4, "delivered"),
+        (9, 500, 6, "gave-up"),  # the first try and 5 retries
+        (9, 400, 1, "refused"),  # any other 4xx is not retried
+    ],
+)
+def test_callback_retries_like_notifynl(notifynl, sims, failures, code, attempts, result):
+    receiver = FlakyReceiver(failures, code)
+    server = start_in_thread(receiver.app)
+    try:
+        configure_notifynl(
+            sims, callback_url=f"{server.url}/cb", callback_token=CB_TOKEN, retry_gap_s=0.01
+        )
+        created = send(notifynl).json()
+        entries = wait_for(
+            lambda: [
+                c
+                for c in sim_get(notifynl, "/_sim/callbacks")["callbacks"]
+                if c["result"] != "pending"
+            ]
+        )
+        assert [(e["attempts"], e["result"]) for e in entries] == [(attempts, result)]
+        authorization, payload = receiver.calls[0]
+        assert authorization == f"Bearer {CB_TOKEN}"
+        assert payload["id"] == created["id"] and payload["status"] == "delivered"
+        assert set(payload) == {
+            "id",
+            "reference",
+            "to",
+            "status",
+            "created_at",
+            "completed_at",
+            "sent_at",
+            "notification_type",
+            "template_id",
+            "template_version",
+        }
+    finally:
+        server.stop()
+
+
+def test_callbacks_to_a_dead_receiver_give_up_after_five_retries(notifynl, sims):
+    configure_notifynl(
+        sims, callback_url="http://127.0.0.1:9/cb", callback_token=CB_TOKEN, retry_gap_s=0.01
+    )
+    send(notifynl)
+    [entry] = wait_for(
+        lambda: [
+            c for c in sim_get(notifynl, "/_sim/callbacks")["callbacks"] if c["result"] != "pending"
+        ]
+    )
+    assert (entry["attempts"], entry["result"]) == (6, "gave-up")
+
+
+def test_outcomes_by_address(notifynl, sims):
+    receiver = FlakyReceiver(0, 200)
+    server = start_in_thread(receiver.app)
+    try:
+        configure_notifynl(sims, callback_url=f"{server.url}/cb", callback_token=CB_TOKEN)
+        for address in (
+            "permanent+a@x.nl",
+            "tijdelijk+a@x.nl",
+            "technisch+a@x.nl",
+            "stil+a@x.nl",
+            "gewoon@x.nl",
+            "tijdelijk-dan-bezorgd+a@x.nl",
+            "tijdelijk-dan-bezorgd+a@x.nl",
+        ):
+            assert send(notifynl, {**SEND, "email_address": address}).status_code == 201
+        wait_for(lambda: len(receiver.calls) == 6)
+        statuses = sorted(payload["status"] for _, payload in receiver.calls)
+        assert statuses == sorted(
+            [
+                "permanent-failure",
+                "temporary-failure",
+                "technical-failure",
+                "delivered",
+                "temporary-failure",
+                "delivered",
+            ]
+        )
+        silent = [
+            n
+            for n in sim_get(notifynl, "/_sim/sent")["notifications"]
+            if n["email_address"].startswith("stil")
+        ]
+        assert [n["status"] for n in silent] == ["sending"]
+    finally:
+        server.stop()
+
+
+def test_profielservice_unknown_party_is_problem_json(sims):
+    httpx.post(f"{sims.profiel_url}/_sim/reset").raise_for_status()
+    response = httpx.post(
+        f"{sims.profiel_url}/api/profielservice/v1/partij",
+        json={"identificatieType": "BSN", "identificatieNummer": "1", "dienstverlener": "DV"},
+    )
+    assert response.status_code == 404
+    assert response.headers["content-type"].startswith("application/problem+json")
+    assert response.json()["status"] == 404
