@@ -46,9 +46,13 @@ CREATE INDEX taak_lease ON nmc.taak (soort, lease_tot) WHERE staat = 'claimed';
 CREATE INDEX taak_notificatie ON nmc.taak (notificatie_id) WHERE notificatie_id IS NOT NULL;
 CREATE INDEX taak_poging ON nmc.taak (poging_id) WHERE poging_id IS NOT NULL;
 CREATE INDEX taak_mislukt ON nmc.taak (soort) WHERE staat = 'mislukt';
--- No double planning: one open task per (notification, kind); receipts are outside it.
+-- No double planning: one open task per (notification, kind); receipts are outside it,
+-- and reconciliation is per attempt (an answer concerns the attempt it asked about).
 CREATE UNIQUE INDEX taak_uniek_open ON nmc.taak (notificatie_id, soort)
-WHERE staat IN ('open', 'claimed') AND soort <> 'receipt' AND notificatie_id IS NOT NULL;
+WHERE staat IN ('open', 'claimed') AND soort NOT IN ('receipt', 'reconciliëren')
+AND notificatie_id IS NOT NULL;
+CREATE UNIQUE INDEX taak_uniek_navraag ON nmc.taak (poging_id)
+WHERE staat IN ('open', 'claimed') AND soort = 'reconciliëren';
 -- A duplicate callback is a no-op: receipts are unique per (attempt, completed_at, status).
 CREATE UNIQUE INDEX taak_receipt_uniek ON nmc.taak (
     poging_id, receipt_completed_at, (payload ->> 'status')

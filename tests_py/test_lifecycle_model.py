@@ -1122,11 +1122,6 @@ def poging_statussen(conn: psycopg.Connection, notificatie_id: uuid.UUID) -> lis
     return [status for _, _, status, _, _ in pogingen_van(conn, notificatie_id)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finish_navraag applies the answer to the task's current attempt: a resend "
-    "commit re-points a claimed reconciliation task to attempt 2 (SPEC §6: per attempt)",
-)
 def test_a_reconciliation_answer_concerns_the_attempt_it_asked_about(conn):
     notificatie_id, eerste = verzonden_notificatie(conn)
     klok(conn, "61 minutes")
@@ -1147,11 +1142,6 @@ def test_a_reconciliation_answer_concerns_the_attempt_it_asked_about(conn):
     assert status_van(conn, notificatie_id) == ("verzonden", None)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a 404 that comes back after the attempt's receipt was processed still makes the "
-    "notification bezorgstatus-onbekend, and the planned resend is dropped (SPEC §6)",
-)
 def test_a_stale_404_does_not_end_a_notification_whose_attempt_has_an_outcome(conn):
     notificatie_id, eerste = verzonden_notificatie(conn)
     klok(conn, "61 minutes")
@@ -1183,12 +1173,6 @@ def werkronde(conn: psycopg.Connection) -> None:
     conn.execute("SELECT nmc.process_vaststellingen()")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a failure on attempt 1 within the settlement term, after attempt 2 was delivered "
-    "too, sends the notification back to verzonden for a third attempt that never comes: it "
-    "never reaches a final status (SPEC §1 promise 1, at most two attempts)",
-)
 def test_a_late_failure_on_attempt_1_does_not_strand_a_delivered_notification(conn):
     notificatie_id, eerste = verzonden_notificatie(conn)
     begin = nu(conn)
@@ -1204,12 +1188,6 @@ def test_a_late_failure_on_attempt_1_does_not_strand_a_delivered_notification(co
     assert status_van(conn, notificatie_id)[0] in TERMINAAL
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="after a recorded technical-failure on the delivered attempt, a permanent-failure "
-    "within the settlement term is only recorded and the notification is settled as "
-    "definitief-bezorgd (SPEC §4: a failure on the attempt bezorgd rests on, within the term)",
-)
 def test_a_bounce_within_the_term_counts_after_a_recorded_technical_failure(conn):
     notificatie_id, claim = verzonden_notificatie(conn)
     begin = nu(conn)

@@ -108,6 +108,13 @@ BEGIN
         RETURN 'opnieuw';
     END IF;
 
+    -- The attempt got its outcome meanwhile (a receipt came while NotifyNL was asked):
+    -- the answer changes nothing.
+    IF v_p.status <> 'verzonden' THEN
+        PERFORM nmc.close_taak(p_taak_id);
+        RETURN 'vastgelegd';
+    END IF;
+
     -- 404, or the retention ends without an outcome: a dead end.
     SELECT n.status INTO v_status
     FROM nmc.notificatie AS n WHERE n.id = v_taak.notificatie_id FOR UPDATE;

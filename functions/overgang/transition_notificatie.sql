@@ -54,7 +54,8 @@ BEGIN
         SELECT 'wissen', v_dv_id, p_notificatie_id, v_nu + i.wistermijn, v_nu
         FROM nmc.instellingen AS i
         ON CONFLICT (notificatie_id, soort)
-        WHERE staat IN ('open', 'claimed') AND soort <> 'receipt' AND notificatie_id IS NOT NULL
+        WHERE staat IN ('open', 'claimed') AND soort NOT IN ('receipt', 'reconciliëren')
+            AND notificatie_id IS NOT NULL
         DO UPDATE SET due = excluded.due;
     END IF;
 

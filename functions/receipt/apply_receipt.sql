@@ -37,6 +37,10 @@ DECLARE
     v_nieuw nmc.poging_status := nmc.poging_status_voor(p_status);
     v_c timestamptz := least(coalesce(p_completed_at, v_nu), v_nu);
     v_telt boolean;
+    v_rust_op uuid;
+    v_termijn_eind timestamptz;
+    v_ander nmc.poging;
+    v_tweede nmc.poging;
 BEGIN
     SELECT * INTO v_instelling FROM nmc.instellingen;
     SELECT n.* INTO v_n
@@ -86,12 +90,17 @@ BEGIN
         RETURN 'ouder';
     END IF;
 
+    -- The attempt bezorgd rests on is the one its open settlement task names (a failure
+    -- recorded on it meanwhile does not change that); its term ends before the task's due.
+    SELECT t.poging_id, t.due - v_instelling.callback_venster INTO v_rust_op, v_termijn_eind
+    FROM nmc.taak AS t
+    WHERE t.notificatie_id = v_n.id AND t.soort = 'vaststellen' AND t.staat IN ('open', 'claimed')
+    LIMIT 1;
     -- A failure counts on a running attempt; on bezorgd only on the attempt bezorgd
     -- rests on, within the settlement term; on any other terminal status never.
     v_telt := CASE
         WHEN v_n.status = 'bezorgd' THEN
-            v_p.status = 'bezorgd'
-            AND v_c <= v_p.afgerond_op + v_instelling.vaststellingstermijn
+            v_rust_op = p_poging_id AND v_c <= v_termijn_eind
             AND p_status IN ('temporary-failure', 'permanent-failure')
         WHEN v_n.status IN ('in-verzending', 'verzonden', 'bezorgstatus-onbekend') THEN
             v_p.status IN ('gepland', 'verzonden', 'onbekend')
@@ -114,7 +123,8 @@ BEGIN
         INSERT INTO nmc.taak (soort, dv_id, notificatie_id, poging_id, due, trace_id, aangemaakt_op)
         VALUES ('ongeldig-melden', v_n.dv_id, v_n.id, p_poging_id, v_nu, v_n.trace_id, v_nu)
         ON CONFLICT (notificatie_id, soort)
-        WHERE staat IN ('open', 'claimed') AND soort <> 'receipt' AND notificatie_id IS NOT NULL
+        WHERE staat IN ('open', 'claimed') AND soort NOT IN ('receipt', 'reconciliëren')
+            AND notificatie_id IS NOT NULL
         DO NOTHING;
     END IF;
 
@@ -133,7 +143,7 @@ BEGIN
                 v_n.trace_id, v_nu
             )
             ON CONFLICT (notificatie_id, soort)
-            WHERE staat IN ('open', 'claimed') AND soort <> 'receipt'
+            WHERE staat IN ('open', 'claimed') AND soort NOT IN ('receipt', 'reconciliëren')
                 AND notificatie_id IS NOT NULL
             DO UPDATE SET due = excluded.due, poging_id = excluded.poging_id;
             RETURN 'bezorgd';
@@ -147,6 +157,22 @@ BEGIN
     IF v_n.status = 'bezorgd' THEN
         UPDATE nmc.taak AS t SET staat = 'done', afgerond_op = v_nu
         WHERE t.notificatie_id = v_n.id AND t.soort = 'vaststellen' AND t.staat = 'open';
+        -- Another attempt was delivered too: bezorgd now rests on that one.
+        SELECT p.* INTO v_ander FROM nmc.poging AS p
+        WHERE p.notificatie_id = v_n.id AND p.id <> p_poging_id AND p.status = 'bezorgd'
+        ORDER BY p.afgerond_op DESC LIMIT 1;
+        IF FOUND THEN
+            INSERT INTO nmc.taak (
+                soort, dv_id, notificatie_id, poging_id, due, trace_id, aangemaakt_op
+            )
+            VALUES (
+                'vaststellen', v_n.dv_id, v_n.id, v_ander.id,
+                v_ander.afgerond_op + v_instelling.vaststellingstermijn
+                + v_instelling.callback_venster,
+                v_n.trace_id, v_nu
+            );
+            RETURN 'vastgelegd';
+        END IF;
     END IF;
 
     IF p_status = 'permanent-failure' THEN
@@ -165,6 +191,25 @@ BEGIN
         PERFORM nmc.transition_notificatie(v_n.id, 'technisch-mislukt', 'technisch');
         RETURN 'technisch-mislukt';
     END IF;
+    -- Attempt 1 failed temporarily or technically while an attempt 2 exists (bezorgd
+    -- rested on a late delivered on attempt 1): the outcome rests on attempt 2.
+    SELECT p.* INTO v_tweede FROM nmc.poging AS p
+    WHERE p.notificatie_id = v_n.id AND p.nummer = 2;
+    IF FOUND THEN
+        IF v_tweede.status IN ('gepland', 'verzonden', 'onbekend') THEN
+            IF v_n.status = 'bezorgd' THEN
+                PERFORM nmc.transition_notificatie(v_n.id, 'verzonden');
+            END IF;
+            RETURN 'vastgelegd';
+        END IF;
+        -- No attempt is left: attempt 2's own failure decides.
+        IF v_tweede.status = 'technisch-mislukt' THEN
+            PERFORM nmc.transition_notificatie(v_n.id, 'technisch-mislukt', 'technisch');
+            RETURN 'technisch-mislukt';
+        END IF;
+        PERFORM nmc.transition_notificatie(v_n.id, 'niet-bezorgbaar', 'onbereikbaar');
+        RETURN 'niet-bezorgbaar';
+    END IF;
     -- Attempt 1 failed temporarily or technically: resend, unless geldig_tot has passed.
     IF v_nu > v_n.geldig_tot THEN
         PERFORM nmc.transition_notificatie(v_n.id, 'verlopen', 'verlopen');
@@ -176,7 +221,8 @@ BEGIN
     INSERT INTO nmc.taak (soort, dv_id, notificatie_id, due, trace_id, aangemaakt_op)
     VALUES ('verzenden', v_n.dv_id, v_n.id, v_nu, v_n.trace_id, v_nu)
     ON CONFLICT (notificatie_id, soort)
-    WHERE staat IN ('open', 'claimed') AND soort <> 'receipt' AND notificatie_id IS NOT NULL
+    WHERE staat IN ('open', 'claimed') AND soort NOT IN ('receipt', 'reconciliëren')
+            AND notificatie_id IS NOT NULL
     DO NOTHING;
     RETURN 'herverzenden';
 END

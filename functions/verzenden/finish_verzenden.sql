@@ -56,10 +56,9 @@ BEGIN
                     'reconciliëren', v_notificatie.dv_id, v_notificatie.id, v_poging.id,
                     v_nu + INTERVAL '1 hour', v_notificatie.trace_id, v_nu
                 )
-                ON CONFLICT (notificatie_id, soort)
-                WHERE staat IN ('open', 'claimed') AND soort <> 'receipt'
-                    AND notificatie_id IS NOT NULL
-                DO UPDATE SET poging_id = excluded.poging_id, due = excluded.due;
+                ON CONFLICT (poging_id)
+                WHERE staat IN ('open', 'claimed') AND soort = 'reconciliëren'
+                DO NOTHING;
             END IF;
         WHEN 'ongeldig-adres' THEN
             -- NotifyNL refused the address (400): this attempt can never succeed.
