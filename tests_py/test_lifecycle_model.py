@@ -44,7 +44,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 import psycopg
-import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -1088,7 +1087,8 @@ def test_lifecycle_follows_the_model(conn):
 
 
 # --- known bugs: minimal examples of where the SQL leaves the SPEC ------------------------------
-# The model machine steers around these paths (see bekende_fout); each test below states the
+# The model machine steers around these paths (see bekende_fout); they were SQL bugs, now
+# fixed, and each test below pins the fix. The
 # SPEC's outcome and fails against the current SQL.
 
 
