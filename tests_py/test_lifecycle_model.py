@@ -1086,10 +1086,9 @@ def test_lifecycle_follows_the_model(conn):
     )
 
 
-# --- known bugs: minimal examples of where the SQL leaves the SPEC ------------------------------
-# The model machine steers around these paths (see bekende_fout); they were SQL bugs, now
-# fixed, and each test below pins the fix. The
-# SPEC's outcome and fails against the current SQL.
+# --- former bugs: minimal examples of where the SQL once left the SPEC --------------------------
+# The model machine still steers around these paths (see bekende_fout); the SQL was fixed,
+# and each test below states the SPEC's outcome and pins the fix.
 
 
 def klok(conn: psycopg.Connection, duur: str) -> None:
