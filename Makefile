@@ -10,7 +10,7 @@ SQL_DIRS := sql schema functions triggers tests_sql
 test: lint db-start pgtap pytest
 
 lint:
-	$(BIN)ruff check pyshell tests_py
+	$(BIN)ruff check pyshell tests_py benchmarks
 	$(BIN)sqlfluff lint --processes 0 $(SQL_DIRS)
 
 db-start:

@@ -31,6 +31,11 @@ The clock: the model reads nmc.now() before every step and computes every due ti
 that reading, as the SQL does from its own transaction time; the two differ by the
 milliseconds between the reading and the call, far below the smallest clock move.
 
+The machine has one rule, `stap`, that runs a weighted operation drawn as a tuple (name,
+arguments); the failing example prints as a list of those tuples. Each example starts with
+one or two notifications and decides per notification whether NotifyNL loses its callbacks
+(never, sometimes, always), so that reconciliation gets work too.
+
 Isolation: one database per test run; every example starts an hour later on the NMC clock,
 removes the previous example's notifications (their tasks and attempts go with them) and
 onboards a new DV with a random OIN.
@@ -662,8 +667,8 @@ OPERATIES = {
     "vastgehouden_claim": st.tuples(
         st.just("vastgehouden_claim"),
         st.integers(0, 5),
-        st.sampled_from(VERZENDACTIES[:-2]),
-        st.sampled_from(NAVRAAGACTIES[:-3]),
+        st.sampled_from([a for a in VERZENDACTIES if a != "vasthouden"]),
+        st.sampled_from([a for a in NAVRAAGACTIES if a != "vasthouden"]),
         st.sampled_from(list(DEFINITIEF)),
         st.sampled_from(LEEFTIJDEN),
     ),
