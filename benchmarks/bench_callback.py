@@ -40,7 +40,6 @@ from nmc.database import connection_url, with_overrides
 from nmc.embedded_db import EmbeddedCluster
 from nmc.queries import QUERIES
 
-TOKEN = secrets.token_urlsafe(24)  # a fresh callback token per run
 PATH = "/api/nmc/v1/notifynl-callback"
 
 
@@ -73,7 +72,7 @@ def sent_attempts(url: str, dv_id: int, count: int) -> list[tuple[str, str]]:
     return attempts
 
 
-async def post_receipts(base_url: str, attempts: list, clients: int) -> list[float]:
+async def post_receipts(base_url: str, token: str, attempts: list, clients: int) -> list[float]:
     latencies: list[float] = []
     queue = list(attempts)
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -96,7 +95,7 @@ async def post_receipts(base_url: str, attempts: list, clients: int) -> list[flo
                 }
                 started = time.perf_counter()
                 response = await http.post(
-                    PATH, json=body, headers={"Authorization": f"Bearer {TOKEN}"}
+                    PATH, json=body, headers={"Authorization": f"Bearer {token}"}
                 )
                 latencies.append(time.perf_counter() - started)
                 if response.status_code != 200:
@@ -106,8 +105,8 @@ async def post_receipts(base_url: str, attempts: list, clients: int) -> list[flo
     return latencies
 
 
-def _process(base_url: str, attempts: list, clients: int, out) -> None:
-    out.put(asyncio.run(post_receipts(base_url, attempts, clients)))
+def _process(base_url: str, token: str, attempts: list, clients: int, out) -> None:
+    out.put(asyncio.run(post_receipts(base_url, token, attempts, clients)))
 
 
 def main() -> int:
@@ -125,11 +124,12 @@ def main() -> int:
     api = None
     try:
         attempts = sent_attempts(url, dv_id, args.attempts)
+        token = secrets.token_urlsafe(24)  # a fresh callback token per run
         with tempfile.TemporaryDirectory() as tmp:
             env = {**os.environ, **write_secrets(Path(tmp))}
             env.update(
                 NMC_API_DATABASE_URL=with_overrides(url, user="nmc_api"),
-                NMC_NOTIFYNL_CALLBACK_TOKEN=TOKEN,
+                NMC_NOTIFYNL_CALLBACK_TOKEN=token,
             )
             port = free_port()
             api = start_api(env, port, args.workers)
@@ -140,7 +140,7 @@ def main() -> int:
             processes = [
                 context.Process(
                     target=_process,
-                    args=(f"http://127.0.0.1:{port}", half, args.clients // 2, out),
+                    args=(f"http://127.0.0.1:{port}", token, half, args.clients // 2, out),
                 )
                 for half in halves
             ]

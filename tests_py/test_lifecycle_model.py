@@ -21,11 +21,9 @@ absorb, at most two attempts, terminaal_op), plus liveness: a `verzonden` notifi
 always has an attempt that runs or a resend it can still make (SPEC §1, promise 1).
 
 Where the SPEC leaves a choice open, the model follows the SQL function's COMMENT and says
-so in a comment marked "Keuze". Where the SPEC is clear and the SQL disagrees, the model
-keeps the SPEC and raises `bekende_fout`; the machine tries every operation that could
-reach such a path on a copy of the model first and skips it when the copy hits one, so the
-main test stays green while the known bugs are pinned by the minimal xfail tests at the
-end of this module.
+so in a comment marked "Keuze". Where the SPEC is clear, the model keeps the SPEC: four
+disagreements found that way were SQL bugs, since fixed; the minimal examples at the end
+of this module pin them.
 
 The clock: the model reads nmc.now() before every step and computes every due time from
 that reading, as the SQL does from its own transaction time; the two differ by the
@@ -41,8 +39,6 @@ removes the previous example's notifications (their tasks and attempts go with t
 onboards a new DV with a random OIN.
 """
 
-import contextlib
-import copy
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -115,8 +111,6 @@ SPEC_OVERGANGEN = frozenset({
     ("verzonden", "bezorgstatus-onbekend"),
 })
 
-BEKENDE_FOUTEN_VERMIJDEN = True  # False: let the machine walk into the known bugs
-
 
 # --- the reference model ------------------------------------------------------------------------
 
@@ -179,11 +173,10 @@ class Notificatie:
     reden: str | None = None
     versie: int = 1
     pogingen: list[Poging] = field(default_factory=list)
-    taken: dict[str, Taak] = field(default_factory=dict)  # the open or claimed task per kind
+    # The open or claimed tasks: one per kind, for reconciliation one per attempt.
+    taken: dict[tuple[str, Poging | None], Taak] = field(default_factory=dict)
     mislukte_taken: list[Taak] = field(default_factory=list)  # exhausted, for an operator
     wissen_gepland: bool = False  # erasure task after a terminal status (SPEC §8)
-    rust_op: Poging | None = None  # the attempt whose delivered receipt made it bezorgd
-    bezorgd_sinds: datetime | None = None
 
     @property
     def poging(self) -> Poging | None:
@@ -220,7 +213,6 @@ class Model:
         self.notificaties: list[Notificatie] = []
         self.wachtrij: list[Receipt] = []  # stored receipts, in arrival order
         self.receipt_sleutels: set[tuple] = set()
-        self.bekende_fout: str | None = None
 
     # -- bookkeeping
 
@@ -230,21 +222,30 @@ class Model:
         if naar in TERMINAAL:
             n.wissen_gepland = True
 
+    @staticmethod
+    def sleutel(soort: str, poging: Poging | None = None) -> tuple[str, Poging | None]:
+        """One open or claimed task per notification and kind (SPEC §5, uniqueness). Keuze
+        (schema, taak_uniek_navraag): reconciliation is one per attempt, since an answer
+        concerns the attempt it asked about."""
+        return soort, poging if soort == "reconciliëren" else None
+
+    def taak(self, n: Notificatie, soort: str, poging: Poging | None = None) -> Taak | None:
+        return n.taken.get(self.sleutel(soort, poging))
+
     def plan(
         self, n: Notificatie, soort: str, due: datetime, poging: Poging | None = None,
         bijwerken: bool = False,
     ) -> None:
-        """One open or claimed task per notification and kind (SPEC §5, uniqueness)."""
-        taak = n.taken.get(soort)
+        taak = self.taak(n, soort, poging)
         if taak is None:
-            n.taken[soort] = Taak(soort, due, poging)
+            n.taken[self.sleutel(soort, poging)] = Taak(soort, due, poging)
         elif bijwerken:
             taak.due, taak.poging = due, poging
 
     def sluit(self, n: Notificatie, taak: Taak) -> None:
         taak.staat, taak.lease_tot = "done", None
-        if n.taken.get(taak.soort) is taak:
-            del n.taken[taak.soort]
+        if self.taak(n, taak.soort, taak.poging) is taak:
+            del n.taken[self.sleutel(taak.soort, taak.poging)]
 
     def heeft_taak(self, n: Notificatie) -> bool:
         return bool(
@@ -281,14 +282,14 @@ class Model:
         if n.status != "aangenomen":
             raise Geweigerd("NM006")
         self.overgang(n, "geannuleerd", "geannuleerd")
-        self.sluit(n, n.taken["verzenden"])
+        self.sluit(n, self.taak(n, "verzenden"))
 
     # -- sending (SPEC §4 table, §5)
 
     def claim_verzenden(self) -> list[Claim]:
         claims = []
         for n in self.notificaties:
-            taak = n.taken.get("verzenden")
+            taak = self.taak(n, "verzenden")
             if taak is not None and self.claimbaar(taak):
                 self.claim(taak)
                 claim = self.verzendclaim(n, taak)
@@ -339,7 +340,7 @@ class Model:
                 # Keuze (finish_verzenden COMMENT): the commit that takes the attempt from
                 # gepland plans its reconciliation; after a receipt committed the send on the
                 # worker's behalf, the watchdog plans it.
-                self.plan(n, "reconciliëren", self.nu + timedelta(hours=1), p, bijwerken=True)
+                self.plan(n, "reconciliëren", self.nu + timedelta(hours=1), p)
         elif uitkomst == "ongeldig-adres":
             p.status, p.afgerond_op = "permanent-mislukt", self.nu
             self.overgang(n, "niet-bezorgbaar", "onbereikbaar")
@@ -390,7 +391,7 @@ class Model:
             self.sluit(n, taak)
         else:
             taak.staat, taak.lease_tot = "mislukt", None
-            del n.taken[taak.soort]
+            del n.taken[self.sleutel(taak.soort, taak.poging)]
             n.mislukte_taken.append(taak)
 
     # -- receipts (SPEC §4 notes, §6)
@@ -440,27 +441,33 @@ class Model:
         p.status, p.afgerond_op, p.laatste_receipt_op = DEFINITIEF[status], c, c
         # A processed receipt ends the attempt's reconciliation. Keuze: only one that waits;
         # an answer in flight finishes itself.
-        navraag = n.taken.get("reconciliëren")
-        if navraag is not None and navraag.poging is p and navraag.staat == "open":
+        navraag = self.taak(n, "reconciliëren", p)
+        if navraag is not None and navraag.staat == "open":
             self.sluit(n, navraag)
         if status == "delivered":
             # On any attempt; the settlement waits the term plus NotifyNL's callback window.
             if n.status in ("verzonden", "bezorgstatus-onbekend"):
                 self.overgang(n, "bezorgd")
-                n.rust_op, n.bezorgd_sinds = p, c
                 due = c + self.inst.vaststellingstermijn + self.inst.callback_venster
                 self.plan(n, "vaststellen", due, p, bijwerken=True)
-            elif n.status == "bezorgd" and p is n.rust_op:
-                n.bezorgd_sinds = c
             return
         if not telt:
             return  # recorded on the attempt only
         if n.status == "bezorgd":
             # Within the term on the attempt bezorgd rests on: as if it were still running;
             # the open settlement is called off.
-            vaststellen = n.taken.get("vaststellen")
+            vaststellen = self.taak(n, "vaststellen")
             if vaststellen is not None and vaststellen.staat == "open":
                 self.sluit(n, vaststellen)
+            # Keuze (apply_receipt COMMENT): another attempt was delivered too; bezorgd now
+            # rests on that one, with its own term.
+            bezorgd = [q for q in n.pogingen if q is not p and q.status == "bezorgd"]
+            if bezorgd:
+                ander = max(bezorgd, key=lambda q: q.afgerond_op)
+                termijn = self.inst.vaststellingstermijn + self.inst.callback_venster
+                self.plan(n, "vaststellen", ander.afgerond_op + termijn, ander)
+                return
+        tweede = n.pogingen[1] if len(n.pogingen) > 1 else None
         if status == "permanent-failure":
             self.overgang(n, "niet-bezorgbaar", "onbereikbaar")
         elif n.status == "bezorgstatus-onbekend":
@@ -470,32 +477,35 @@ class Model:
                 self.overgang(n, "niet-bezorgbaar", "onbereikbaar")
             else:
                 self.overgang(n, "technisch-mislukt", "technisch")
+        elif tweede is not None:
+            # Attempt 1 failed while an attempt 2 exists (bezorgd rested on a late delivered
+            # on attempt 1). Keuze (apply_receipt COMMENT): no third attempt; the outcome
+            # rests on attempt 2: still running, or its own failure decides.
+            if tweede.status in ("gepland", "verzonden", "onbekend"):
+                if n.status == "bezorgd":
+                    self.overgang(n, "verzonden")
+            elif tweede.status == "technisch-mislukt":
+                self.overgang(n, "technisch-mislukt", "technisch")
+            else:
+                self.overgang(n, "niet-bezorgbaar", "onbereikbaar")
         elif self.nu > n.geldig_tot:
             self.overgang(n, "verlopen", "verlopen")
         else:
             if n.status == "bezorgd":
-                tweede = n.pogingen[1] if len(n.pogingen) > 1 else None
-                if tweede is not None and tweede.status not in {*LOPEND, "gepland"}:
-                    # A resend would be a third attempt; the SQL strands it in verzonden.
-                    self.bekende_fout = "herverzending-zonder-poging"
                 self.overgang(n, "verzonden")
             self.plan(n, "verzenden", self.nu)
 
     def telt(self, n: Notificatie, p: Poging, status: str, c: datetime) -> bool:
         """Does a failure on p move the notification (SPEC §4 table and notes)?"""
         if n.status == "bezorgd":
-            if status not in MISLUKT:
-                return False
-            # Keuze: bezorgd rests on every attempt whose newest outcome is delivered (a
-            # later delivered on the other attempt too); the term runs from that outcome.
-            if p.status == "bezorgd":
-                return c <= p.afgerond_op + self.inst.vaststellingstermijn
-            if p is n.rust_op and c <= n.bezorgd_sinds + self.inst.vaststellingstermijn:
-                # A recorded technical failure in between does not change what bezorgd rests
-                # on; the SQL looks at the attempt's newest status and misses this bounce.
-                self.bekende_fout = "rust-op-overschreven"
-                return True
-            return False
+            # Keuze (apply_receipt COMMENT): bezorgd rests on the attempt its settlement task
+            # names (a failure recorded on it meanwhile does not change that); the term ends
+            # the callback window before the task's due.
+            vaststellen = self.taak(n, "vaststellen")
+            return (
+                status in MISLUKT and vaststellen is not None and vaststellen.poging is p
+                and c <= vaststellen.due - self.inst.callback_venster
+            )
         if n.status in ("in-verzending", "verzonden", "bezorgstatus-onbekend"):
             return p.status in LOPEND or p.status == "gepland"
         return False  # any other terminal status absorbs
@@ -505,10 +515,10 @@ class Model:
     def claim_navraag(self) -> list[Claim]:
         claims = []
         for n in self.notificaties:
-            taak = n.taken.get("reconciliëren")
-            if taak is not None and self.claimbaar(taak):
-                self.claim(taak)
-                claims.append(Claim(taak, n, taak.epoch, taak.poging))
+            for taak in list(n.taken.values()):
+                if taak.soort == "reconciliëren" and self.claimbaar(taak):
+                    self.claim(taak)
+                    claims.append(Claim(taak, n, taak.epoch, taak.poging))
         return claims
 
     def volgende_navraag(self, verzonden_op: datetime) -> datetime | None:
@@ -532,10 +542,6 @@ class Model:
         """antwoord: gevonden (status final or not) or 404."""
         self.afscherming(claim)
         n, taak, p = claim.notificatie, claim.taak, claim.poging
-        if taak.poging is not p:
-            # A resend commit re-pointed the claimed task to attempt 2; the SQL applies this
-            # answer about attempt 1 to attempt 2.
-            self.bekende_fout = "navraag-antwoord-op-ander-poging"
         if antwoord == "gevonden" and status in DEFINITIEF:
             self.sluit(n, taak)
             self.oordeel(n, p, None, status, completed_at)
@@ -546,14 +552,13 @@ class Model:
             return
         # 404, or the retention ends without an outcome: a dead end.
         self.sluit(n, taak)
-        # Keuze (finish_navraag COMMENT): not while another attempt is planned or sent.
-        ander_loopt = any(q is not p and q.status in ("gepland", "verzonden") for q in n.pogingen)
-        if p.status not in LOPEND:
-            # The attempt has its outcome: the answer concerns nothing that still runs.
-            if n.status == "verzonden" and not ander_loopt:
-                self.bekende_fout = "dood-spoor-na-uitkomst"
+        if p.status != "verzonden":
+            # The attempt got its outcome meanwhile: the answer changes nothing. Keuze
+            # (finish_navraag): nor for an attempt that is onbekend already.
             return
         p.status = "onbekend"
+        # Keuze (finish_navraag COMMENT): not while another attempt is planned or sent.
+        ander_loopt = any(q is not p and q.status in ("gepland", "verzonden") for q in n.pogingen)
         if n.status == "verzonden" and not ander_loopt:
             self.overgang(n, "bezorgstatus-onbekend")
 
@@ -562,7 +567,7 @@ class Model:
     def vaststellen(self) -> int:
         aantal = 0
         for n in self.notificaties:
-            taak = n.taken.get("vaststellen")
+            taak = self.taak(n, "vaststellen")
             if taak is not None and taak.staat == "open" and taak.due <= self.nu:
                 if n.status == "bezorgd":
                     self.overgang(n, "definitief-bezorgd")
@@ -791,16 +796,6 @@ class Levenscyclus(RuleBasedStateMachine):
         _, db_fout = sqlstate_van(db_handeling)
         assert db_fout == model_fout, f"database {db_fout}, model {model_fout}"
 
-    def zonder_bekende_fout(self, methode: str, *args) -> bool:
-        """Try an operation on a copy of the model; False when it reaches a known bug."""
-        if not BEKENDE_FOUTEN_VERMIJDEN:
-            return True
-        geheugen: dict = {}
-        proef = copy.deepcopy(self.model, geheugen)
-        with contextlib.suppress(Geweigerd):
-            getattr(proef, methode)(*copy.deepcopy(args, geheugen))
-        return proef.bekende_fout is None
-
     def leer_taak(self, claim: Claim, taak_id: int) -> None:
         if claim.taak.db_id is None:
             claim.taak.db_id = taak_id
@@ -911,9 +906,6 @@ class Levenscyclus(RuleBasedStateMachine):
         if antwoord == "definitief":
             completed_at = self.model.nu - timedelta(seconds=leeftijd)
         args = (claim, "gevonden" if gevonden else "404", status, completed_at)
-        if not self.zonder_bekende_fout("navraag_afronden", *args):
-            self.dood.append(claim)  # this worker dies instead; its lease will run out
-            return
         self.beide(
             lambda: self.model.navraag_afronden(*args),
             lambda: self.sql(
@@ -1003,8 +995,6 @@ class Levenscyclus(RuleBasedStateMachine):
         assert echt == verwacht
 
     def receipts_verwerken(self) -> None:
-        if not self.zonder_bekende_fout("receipts_verwerken"):
-            return  # they wait; a later run (after the clock moved on) may take them
         verwacht = self.model.receipts_verwerken()
         assert self.sql("SELECT nmc.process_receipts(1000)")[0][0] == verwacht
         [(mislukt,)] = self.sql(
@@ -1092,8 +1082,8 @@ def test_lifecycle_follows_the_model(conn):
 
 
 # --- former bugs: minimal examples of where the SQL once left the SPEC --------------------------
-# The model machine still steers around these paths (see bekende_fout); the SQL was fixed,
-# and each test below states the SPEC's outcome and pins the fix.
+# The model found these; the SQL was fixed, and each test below states the SPEC's outcome and
+# pins the fix.
 
 
 def klok(conn: psycopg.Connection, duur: str) -> None:
@@ -1127,6 +1117,8 @@ def poging_statussen(conn: psycopg.Connection, notificatie_id: uuid.UUID) -> lis
 
 
 def test_a_reconciliation_answer_concerns_the_attempt_it_asked_about(conn):
+    """Was: the resend commit re-pointed the claimed reconciliation task to attempt 2, and
+    the answer about attempt 1 was applied to attempt 2 (niet-bezorgbaar)."""
     notificatie_id, eerste = verzonden_notificatie(conn)
     klok(conn, "61 minutes")
     taak_id, epoch, gevraagd = navraag_claimen(conn)
@@ -1140,20 +1132,20 @@ def test_a_reconciliation_answer_concerns_the_attempt_it_asked_about(conn):
         "SELECT nmc.finish_navraag(%s, %s, true, 'temporary-failure', %s)",
         [taak_id, epoch, nu(conn)],
     )
-    # Nothing is known about attempt 2 yet: it still runs (the SQL: tijdelijk-mislukt, and
-    # the notification niet-bezorgbaar).
+    # Nothing is known about attempt 2 yet: it still runs.
     assert poging_statussen(conn, notificatie_id) == ["tijdelijk-mislukt", "verzonden"]
     assert status_van(conn, notificatie_id) == ("verzonden", None)
 
 
 def test_a_stale_404_does_not_end_a_notification_whose_attempt_has_an_outcome(conn):
+    """Was: bezorgstatus-onbekend while the attempt was tijdelijk-mislukt, and the planned
+    resend was dropped at its claim."""
     notificatie_id, eerste = verzonden_notificatie(conn)
     klok(conn, "61 minutes")
     taak_id, epoch, _ = navraag_claimen(conn)
     receipt(conn, eerste, "temporary-failure", nu(conn))  # a resend is planned
     conn.execute("SELECT nmc.finish_navraag(%s, %s, false)", [taak_id, epoch])  # 404
-    # The processed receipt ended the attempt's reconciliation: the answer changes nothing
-    # (the SQL: bezorgstatus-onbekend while the attempt is tijdelijk-mislukt, no resend).
+    # The processed receipt ended the attempt's reconciliation: the answer changes nothing.
     assert status_van(conn, notificatie_id) == ("verzonden", None)
     [herhaling] = claim_verzenden(conn)
     assert herhaling.poging_nummer == 2
@@ -1178,6 +1170,8 @@ def werkronde(conn: psycopg.Connection) -> None:
 
 
 def test_a_late_failure_on_attempt_1_does_not_strand_a_delivered_notification(conn):
+    """Was: back to verzonden for a third attempt that never comes; the watchdog's send
+    task closed without sending, round after round (SPEC §1, promise 1)."""
     notificatie_id, eerste = verzonden_notificatie(conn)
     begin = nu(conn)
     receipt(conn, eerste, "temporary-failure", begin)
@@ -1193,6 +1187,8 @@ def test_a_late_failure_on_attempt_1_does_not_strand_a_delivered_notification(co
 
 
 def test_a_bounce_within_the_term_counts_after_a_recorded_technical_failure(conn):
+    """Was: the recorded technical failure hid the attempt bezorgd rested on, the bounce
+    was only recorded and the notification settled as definitief-bezorgd."""
     notificatie_id, claim = verzonden_notificatie(conn)
     begin = nu(conn)
     receipt(conn, claim, "delivered", begin)
