@@ -255,3 +255,15 @@ FROM nmc.list_rewrap(%(naar_kek)s::text, %(batch)s::integer) AS r
 SELECT nmc.store_rewrap(
     %(ids)s::uuid[], %(oude_kek)s::text[], %(sleutels)s::bytea[], %(naar_kek)s::text
 ) AS opgeslagen
+
+-- process_wissen --
+SELECT nmc.process_wissen(%(batch)s::integer) AS aantal
+
+-- maintain_event_partities --
+SELECT nmc.maintain_event_partities() AS partitie
+
+-- drop_event_partities --
+SELECT nmc.drop_event_partities() AS verwijderd
+
+-- delete_expired --
+SELECT nmc.delete_expired(%(batch)s::integer) AS verwijderd

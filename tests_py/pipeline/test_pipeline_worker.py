@@ -289,3 +289,29 @@ def test_notifynl_api_key_is_required(tmp_path):
     assert parse_kinds("verzenden,navraag") == ("verzenden", "reconciliëren")
     with pytest.raises(NmcError, match="unknown task kind"):
         parse_kinds("verzenden,feed")
+
+
+async def test_wissen_erases_the_key_after_the_term_and_keeps_the_proof(worker, intake, conn):
+    notificatie_id = intake("bezorgd+wissen@voorbeeld.nl")
+    conn.execute(
+        "SELECT nmc.cancel_notificatie(dv_id, id) FROM nmc.notificatie WHERE id = %s",
+        [notificatie_id],
+    )
+    assert await worker.run_once("wissen") == 0, "nothing before the erase term"
+    conn.execute("SELECT nmc.advance_clock('7 days')")
+    assert await worker.run_once("wissen") == 1
+    sleutel, ontvanger, status = conn.execute(
+        "SELECT sleutel_gewrapt, ontvanger_versleuteld, status::text FROM nmc.notificatie"
+        " WHERE id = %s",
+        [notificatie_id],
+    ).fetchone()
+    assert (sleutel, bytes(ontvanger), status) == (None, b"", "geannuleerd")
+
+
+async def test_onderhoud_runs_the_maintenance_round(worker, conn):
+    from nmc.worker import onderhoud  # not among the default kinds: it gets its own worker
+
+    assert await onderhoud.process(worker.ctx, 100) == 0, "nothing has passed the retention"
+    conn.execute("SELECT nmc.advance_clock('400 days')")
+    done = conn.execute("SELECT count(*) FROM nmc.taak WHERE staat = 'done'").fetchone()[0]
+    assert await onderhoud.process(worker.ctx, 100) == min(done, 100)

@@ -22,7 +22,19 @@ from nmc.config import Settings
 from nmc.database import connection_url
 from nmc.errors import NmcError
 
-KINDS = ("verzenden", "receipt", "reconciliëren", "vaststellen", "controle", "ongeldig-melden")
+KINDS = (
+    "verzenden",
+    "receipt",
+    "reconciliëren",
+    "vaststellen",
+    "controle",
+    "ongeldig-melden",
+    "wissen",
+    "onderhoud",
+)
+# Maintenance scans partitions: run it in a worker of its own with a long poll interval
+# (`nmc worker --kinds onderhoud --poll-interval 300`), not in every worker's round.
+DEFAULT_KINDS = tuple(kind for kind in KINDS if kind != "onderhoud")
 KIND_ALIASES = {"reconcilieren": "reconciliëren", "navraag": "reconciliëren"}
 DEFAULT_NOTIFYNL_URL = "https://api.notifynl.nl"
 
@@ -36,7 +48,7 @@ class WorkerConfig:
     ldv_url: str | None
     ldv_file: Path
     http_timeout: float = 10.0
-    kinds: tuple[str, ...] = KINDS
+    kinds: tuple[str, ...] = DEFAULT_KINDS
     batch: int = 20
     concurrency: int = 20
     poll_interval: float = 0.5
@@ -72,8 +84,11 @@ class WorkerConfig:
 
 
 def parse_kinds(text: str) -> tuple[str, ...]:
-    """`verzenden,receipt` -> the task kinds, checked; `all` or '' -> every kind."""
-    if text.strip() in ("", "all"):
+    """`verzenden,receipt` -> the task kinds, checked; '' -> every kind but onderhoud;
+    `all` -> every kind."""
+    if text.strip() == "":
+        return DEFAULT_KINDS
+    if text.strip() == "all":
         return KINDS
     kinds = []
     for name in (part.strip() for part in text.split(",")):

@@ -27,7 +27,16 @@ from nmc import crypto
 from nmc.adapters import ldv
 from nmc.adapters.notifynl import NotifyNL
 from nmc.adapters.profielservice import Profielservice
-from nmc.worker import controle, navraag, ongeldig, receipt, vaststellen, verzenden
+from nmc.worker import (
+    controle,
+    navraag,
+    onderhoud,
+    ongeldig,
+    receipt,
+    vaststellen,
+    verzenden,
+    wissen,
+)
 from nmc.worker.config import WorkerConfig
 from nmc.worker.context import Context
 from nmc.worker.db import Database
@@ -53,6 +62,8 @@ def kinds() -> dict[str, Kind]:
         vaststellen.SOORT: Kind(vaststellen.SOORT, process=vaststellen.process),
         controle.SOORT: Kind(controle.SOORT, process=controle.Controle().process, batch=1),
         ongeldig.SOORT: Kind(ongeldig.SOORT, claim=ongeldig.claim, handle=ongeldig.handle),
+        wissen.SOORT: Kind(wissen.SOORT, process=wissen.process),
+        onderhoud.SOORT: Kind(onderhoud.SOORT, process=onderhoud.process),
     }
 
 
