@@ -136,4 +136,6 @@ COMMENT ON FUNCTION nmc.finish_navraag(bigint, integer, boolean, text, timestamp
 'Commits a reconciliation answer (fenced by epoch). Found with a final status: judged by '
 'nmc.apply_receipt. Found without one: asked again at the next moment of the schedule. '
 'Not found (404), or NotifyNL''s retention over without an outcome: the attempt becomes '
-'onbekend and the notification bezorgstatus-onbekend (unless another attempt still runs).';
+'onbekend and the notification bezorgstatus-onbekend (unless another attempt still runs); '
+'an attempt that got its outcome meanwhile (a receipt came while NotifyNL was asked) is '
+'left as it is. Reconciliation is per attempt: the answer concerns the task''s attempt.';
