@@ -1,0 +1,90 @@
+-- Internal helpers, tested directly (their callers' tests cover them in context too).
+BEGIN;
+SELECT plan(16);
+\ir fixtures/setup.sql
+
+SELECT results_eq(
+    $$SELECT s, nmc.poging_status_voor(s)::text FROM unnest(ARRAY['delivered',
+      'permanent-failure', 'temporary-failure', 'technical-failure', 'sending', 'bogus']) AS s$$,
+    $$VALUES ('delivered', 'bezorgd'), ('permanent-failure', 'permanent-mislukt'),
+             ('temporary-failure', 'tijdelijk-mislukt'), ('technical-failure', 'technisch-mislukt'),
+             ('sending', NULL), ('bogus', NULL)$$,
+    'poging_status_voor maps the four final NotifyNL statuses and nothing else'
+);
+SELECT is(
+    nmc.next_navraag('2026-12-01 00:00+00', '2026-12-01 00:00+00'),
+    '2026-12-01 01:00+00'::timestamptz, 'next_navraag: first after 1 h'
+);
+SELECT is(
+    nmc.next_navraag('2026-12-01 00:00+00', '2026-12-01 01:00+00'),
+    '2026-12-01 06:00+00'::timestamptz, 'then at 6 h'
+);
+SELECT is(
+    nmc.next_navraag('2026-12-01 00:00+00', '2026-12-02 00:00+00'),
+    '2026-12-03 00:00+00'::timestamptz, 'then daily'
+);
+SELECT is(
+    nmc.next_navraag('2026-12-01 00:00+00', '2026-12-07 00:00+00'), NULL,
+    'and nothing at or after the end of NotifyNL''s retention'
+);
+
+SELECT pg_temp.nieuwe_notificatie() AS id \gset
+SELECT ok(
+    (
+        SELECT nmc.notificatie_json(n) ?& ARRAY['notificatieId', 'status', 'versie', 'pogingen']
+        FROM nmc.notificatie AS n WHERE n.id = :'id'
+    ),
+    'notificatie_json carries id, status, version and attempts'
+);
+SELECT is(
+    (SELECT nmc.event_json(e) ->> 'naar' FROM nmc.event AS e WHERE e.notificatie_id = :'id'),
+    'aangenomen',
+    'event_json carries the transition'
+);
+SELECT is(
+    (nmc.read_events(1001, '0', 0, 1000) -> 'events'),
+    '[]'::jsonb,
+    'read_events does not serve this open transaction''s own event'
+);
+SELECT throws_ok(
+    $$SELECT nmc.check_cursor(d, 7, '1', now()) FROM nmc.dienstverlener AS d
+      WHERE d.dv_id = 1001$$,
+    'NM018', NULL, 'check_cursor refuses another epoch'
+);
+UPDATE nmc.dienstverlener SET feed_aanroepen_per_minuut = 1 WHERE dv_id = 1002;
+SELECT lives_ok(
+    'SELECT nmc.take_feed_aanroep(d) FROM nmc.dienstverlener AS d WHERE d.dv_id = 1002',
+    'take_feed_aanroep counts a call'
+);
+SELECT throws_ok(
+    'SELECT nmc.take_feed_aanroep(d) FROM nmc.dienstverlener AS d WHERE d.dv_id = 1002',
+    'NM019', NULL, 'and refuses the call over the rate'
+);
+SELECT throws_ok(
+    $$SELECT nmc.take_intake_quotum(d, 6, nmc.now()) FROM nmc.dienstverlener AS d
+      WHERE d.dv_id = 1002$$,
+    'NM009', NULL, 'take_intake_quotum refuses more than the quota per minute'
+);
+SELECT throws_ok(
+    format('SELECT nmc.lock_claimed_taak(id, 1) FROM nmc.taak WHERE notificatie_id = %L', :'id'),
+    'NM011', NULL, 'lock_claimed_taak refuses a task that is not claimed with that epoch'
+);
+DELETE FROM nmc.taak WHERE notificatie_id = :'id';
+SELECT
+    is(nmc.plan_missing_taken(), 1, 'plan_missing_taken gives the task-less notification a task');
+SELECT ok(
+    EXISTS (SELECT 1 FROM pg_catalog.pg_trigger WHERE tgfoid = 'nmc.guard_notificatie_row'::regproc)
+    AND EXISTS (
+        SELECT 1 FROM pg_catalog.pg_trigger
+        WHERE tgfoid = 'nmc.guard_notificatie_event'::regproc
+    ),
+    'guard_notificatie_row and guard_notificatie_event guard notificatie'
+);
+SELECT ok(
+    EXISTS (SELECT 1 FROM pg_catalog.pg_trigger WHERE tgfoid = 'nmc.refuse_event_change'::regproc)
+    AND (SELECT nmc.create_event_partitie('900000000', '900001000')) = 'event_x000900000000',
+    'refuse_event_change guards the log; create_event_partitie adds a range'
+);
+
+SELECT * FROM finish();
+ROLLBACK;
