@@ -1,6 +1,6 @@
 -- Internal helpers, tested directly (their callers' tests cover them in context too).
 BEGIN;
-SELECT plan(16);
+SELECT plan(17);
 \ir fixtures/setup.sql
 
 SELECT results_eq(
@@ -84,6 +84,14 @@ SELECT ok(
     EXISTS (SELECT 1 FROM pg_catalog.pg_trigger WHERE tgfoid = 'nmc.refuse_event_change'::regproc)
     AND (SELECT nmc.create_event_partitie('900000000', '900001000')) = 'event_x000900000000',
     'refuse_event_change guards the log; create_event_partitie adds a range'
+);
+
+SELECT nmc.plan_vaststellen(n, NULL, '2026-12-01 00:00+00') FROM nmc.notificatie AS n
+WHERE n.id = :'id';
+SELECT is(
+    (SELECT due FROM nmc.taak WHERE notificatie_id = :'id' AND soort = 'vaststellen'),
+    '2026-12-08 00:30+00'::timestamptz,
+    'plan_vaststellen: due at completed_at + 7 days + the 30-minute callback window'
 );
 
 SELECT * FROM finish();

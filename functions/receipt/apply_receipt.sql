@@ -18,6 +18,30 @@ $$;
 COMMENT ON FUNCTION nmc.poging_status_voor(text) IS
 'The attempt status for a final NotifyNL e-mail status; NULL for any other status.';
 
+CREATE OR REPLACE FUNCTION nmc.plan_vaststellen(
+    p_n nmc.notificatie, p_poging_id uuid, p_completed_at timestamptz
+)
+RETURNS void
+LANGUAGE sql
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- Settle after the MEBV term plus NotifyNL's callback window, so a failure with a
+    -- completed_at inside the term cannot cross the settlement.
+    INSERT INTO nmc.taak (soort, dv_id, notificatie_id, poging_id, due, trace_id, aangemaakt_op)
+    SELECT
+        'vaststellen', p_n.dv_id, p_n.id, p_poging_id,
+        p_completed_at + i.vaststellingstermijn + i.callback_venster, p_n.trace_id, nmc.now()
+    FROM nmc.instellingen AS i
+    ON CONFLICT (notificatie_id, soort)
+    WHERE staat IN ('open', 'claimed') AND soort NOT IN ('receipt', 'reconciliëren')
+    AND notificatie_id IS NOT NULL
+    DO UPDATE SET due = excluded.due, poging_id = excluded.poging_id
+$$;
+COMMENT ON FUNCTION nmc.plan_vaststellen(nmc.notificatie, uuid, timestamptz) IS
+'Plans (or re-points) the one settlement task of a bezorgd notification: it names the '
+'attempt bezorgd rests on and is due at that attempt''s completed_at + settlement term + '
+'callback window. Internal.';
+
 CREATE OR REPLACE FUNCTION nmc.apply_receipt(
     p_poging_id uuid,
     p_notifynl_id uuid,
@@ -132,20 +156,7 @@ BEGIN
     IF p_status = 'delivered' THEN
         IF v_n.status IN ('verzonden', 'bezorgstatus-onbekend') THEN
             PERFORM nmc.transition_notificatie(v_n.id, 'bezorgd');
-            -- Settle after the MEBV term plus NotifyNL's callback window, so a failure
-            -- with a completed_at inside the term cannot cross the settlement.
-            INSERT INTO nmc.taak (
-                soort, dv_id, notificatie_id, poging_id, due, trace_id, aangemaakt_op
-            )
-            VALUES (
-                'vaststellen', v_n.dv_id, v_n.id, p_poging_id,
-                v_c + v_instelling.vaststellingstermijn + v_instelling.callback_venster,
-                v_n.trace_id, v_nu
-            )
-            ON CONFLICT (notificatie_id, soort)
-            WHERE staat IN ('open', 'claimed') AND soort NOT IN ('receipt', 'reconciliëren')
-                AND notificatie_id IS NOT NULL
-            DO UPDATE SET due = excluded.due, poging_id = excluded.poging_id;
+            PERFORM nmc.plan_vaststellen(v_n, p_poging_id, v_c);
             RETURN 'bezorgd';
         END IF;
         RETURN 'vastgelegd';
@@ -162,15 +173,7 @@ BEGIN
         WHERE p.notificatie_id = v_n.id AND p.id <> p_poging_id AND p.status = 'bezorgd'
         ORDER BY p.afgerond_op DESC LIMIT 1;
         IF FOUND THEN
-            INSERT INTO nmc.taak (
-                soort, dv_id, notificatie_id, poging_id, due, trace_id, aangemaakt_op
-            )
-            VALUES (
-                'vaststellen', v_n.dv_id, v_n.id, v_ander.id,
-                v_ander.afgerond_op + v_instelling.vaststellingstermijn
-                + v_instelling.callback_venster,
-                v_n.trace_id, v_nu
-            );
+            PERFORM nmc.plan_vaststellen(v_n, v_ander.id, v_ander.afgerond_op);
             RETURN 'vastgelegd';
         END IF;
     END IF;
