@@ -20,19 +20,40 @@ $$;
 
 -- Every open write transaction holds the feed watermark back, so no shell role may
 -- keep one open for long (SPEC §2). PostgreSQL 17+ also gets transaction_timeout.
-ALTER ROLE nmc_api SET statement_timeout = '5s';
-ALTER ROLE nmc_api SET idle_in_transaction_session_timeout = '10s';
-ALTER ROLE nmc_worker SET statement_timeout = '30s';
-ALTER ROLE nmc_worker SET idle_in_transaction_session_timeout = '60s';
 -- Timestamps the functions render (JSON) do not depend on the server's time zone.
-ALTER ROLE nmc_api SET timezone = 'UTC';
-ALTER ROLE nmc_worker SET timezone = 'UTC';
+-- A setting is written only when it differs: role settings are cluster-wide, and two
+-- databases of one cluster migrated at the same moment must not both update the row.
 DO $$
+DECLARE
+    wanted record;
 BEGIN
-    IF pg_catalog.current_setting('server_version_num')::int >= 170000 THEN
-        EXECUTE 'ALTER ROLE nmc_api SET transaction_timeout = ''10s''';
-        EXECUTE 'ALTER ROLE nmc_worker SET transaction_timeout = ''120s''';
-    END IF;
+    FOR wanted IN
+        SELECT s.rol, s.naam, s.waarde
+        FROM (VALUES
+            ('nmc_api', 'statement_timeout', '5s', 0),
+            ('nmc_api', 'idle_in_transaction_session_timeout', '10s', 0),
+            ('nmc_api', 'TimeZone', 'UTC', 0),
+            ('nmc_api', 'transaction_timeout', '10s', 170000),
+            ('nmc_worker', 'statement_timeout', '30s', 0),
+            ('nmc_worker', 'idle_in_transaction_session_timeout', '60s', 0),
+            ('nmc_worker', 'TimeZone', 'UTC', 0),
+            ('nmc_worker', 'transaction_timeout', '120s', 170000)
+        ) AS s (rol, naam, waarde, vanaf_versie)
+        WHERE pg_catalog.current_setting('server_version_num')::int >= s.vanaf_versie
+    LOOP
+        IF NOT EXISTS (
+            SELECT 1
+            FROM pg_catalog.pg_db_role_setting AS d
+            INNER JOIN pg_catalog.pg_roles AS r ON r.oid = d.setrole
+            WHERE r.rolname = wanted.rol
+                AND d.setdatabase = 0
+                AND wanted.naam || '=' || wanted.waarde = ANY(d.setconfig)
+        ) THEN
+            EXECUTE pg_catalog.format(
+                'ALTER ROLE %I SET %I = %L', wanted.rol, wanted.naam, wanted.waarde
+            );
+        END IF;
+    END LOOP;
 END
 $$;
 

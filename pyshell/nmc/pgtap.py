@@ -1,10 +1,12 @@
 """`nmc dev pgtap`: run the pgTAP tests with pg_prove against a freshly migrated database.
 
-The database `nmc_test_sql` is dropped and recreated on every run, so the tests always
-see exactly what `nmc migrate` builds. pg_prove runs from the project root, so a test's
+The database `nmc_test_sql` (or `$NMC_PGTAP_DATABASE`, so parallel runs on one cluster
+keep apart) is dropped and recreated on every run, so the tests always see exactly what
+`nmc migrate` builds. pg_prove runs from the project root, so a test's
 `\\ir fixtures/setup.sql` resolves the same way for everyone.
 """
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,7 +20,7 @@ from nmc.migrate import migrate
 from nmc.pg_binaries import SERVER_PACKAGE, client_tool
 from nmc.queries import QUERIES, on_database
 
-TEST_DATABASE = "nmc_test_sql"
+TEST_DATABASE = os.environ.get("NMC_PGTAP_DATABASE") or "nmc_test_sql"
 PG_PROVE_PACKAGE = "libtap-parser-sourcehandler-pgtap-perl"
 
 
