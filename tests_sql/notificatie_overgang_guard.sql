@@ -1,6 +1,6 @@
 -- The guard triggers refuse every write to a status that bypasses the single writer.
 BEGIN;
-SELECT plan(16);
+SELECT plan(17);
 \ir fixtures/setup.sql
 
 SELECT pg_temp.nieuwe_notificatie() AS id \gset
@@ -91,6 +91,20 @@ SELECT throws_ok(
     'EXECUTE nieuw_rij(1, ''verzonden'')',
     'NM001', 'a new notificatie starts as aangenomen, not verzonden',
     'a notification inserted in another status is refused (NM001)'
+);
+SELECT throws_ok(
+    $$INSERT INTO nmc.notificatie (
+        id, dv_id, berichttype, regie, status, reden, versie, geldig_tot, dvref_hmac,
+        pepper_versie, payload_hash, trace_id, ontvanger_versleuteld, aangenomen_op,
+        bijgewerkt_op
+    )
+    SELECT gen_random_uuid(), 1001, 'aanslag', 'decentraal', r.status, NULL, 1,
+        nmc.now() + interval '1 day', pg_temp.b32(r.nr::text), 1, pg_temp.b32('y'),
+        '0123456789abcdef0123456789abcdef', '\x01', nmc.now(), nmc.now()
+    FROM (VALUES (1, 'aangenomen'::nmc.notificatie_status), (2, 'in-verzending'))
+        AS r (nr, status)$$,
+    'NM001', 'a new notificatie starts as aangenomen, not in-verzending',
+    'a multi-row insert is refused when one row starts in another status (NM001)'
 );
 INSERT INTO nmc.event (notificatie_id, dv_id, sequence, van, naar, tijdstip)
 VALUES ('b0b0b0b0-0000-4000-8000-000000000001', 1001, 1, NULL, 'aangenomen', nmc.now());

@@ -7,17 +7,6 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF TG_OP = 'INSERT' THEN
-        IF NEW.versie <> 1 THEN
-            RAISE EXCEPTION 'a new notificatie starts at version 1' USING ERRCODE = 'NM003';
-        END IF;
-        IF NOT nmc.transition_allowed(NULL, NEW.status) OR NEW.reden IS NOT NULL THEN
-            RAISE EXCEPTION 'a new notificatie starts as aangenomen, not %', NEW.status
-                USING ERRCODE = 'NM001';
-        END IF;
-        RETURN NEW;
-    END IF;
-
     IF NEW.id <> OLD.id OR NEW.dv_id <> OLD.dv_id OR NEW.aangenomen_op <> OLD.aangenomen_op THEN
         RAISE EXCEPTION 'id, dv_id and aangenomen_op of a notificatie never change'
             USING ERRCODE = 'NM015';
@@ -41,9 +30,9 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION nmc.guard_notificatie_row() IS
-'BEFORE INSERT OR UPDATE row guard: a new row is version 1 aangenomen; identity columns '
-'never change; status and reason change only with a new version; the version rises by '
-'exactly one (NM003); the pair is allowed (NM001). Status change without version: NM002.';
+'BEFORE UPDATE row guard: identity columns never change (NM015); status and reason change '
+'only with a new version (NM002); the version rises by exactly one (NM003); the pair is '
+'allowed (NM001). New rows are judged by nmc.guard_notificatie_event.';
 
 CREATE OR REPLACE FUNCTION nmc.guard_notificatie_event()
 RETURNS trigger
@@ -52,7 +41,29 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_zonder_event boolean;
+    v_fout_versie boolean;
+    v_fout_status text;
 BEGIN
+    -- New rows are judged here as a set rather than in a row trigger: a per-row PL/pgSQL
+    -- call costs more than the insert itself on a batch intake of 1000.
+    IF TG_OP = 'INSERT' THEN
+        SELECT
+            pg_catalog.bool_or(n.versie <> 1),
+            -- (a reason on a new row is already refused by notificatie_reden_past)
+            pg_catalog.min(n.status::text) FILTER (
+                WHERE NOT nmc.transition_allowed(NULL, n.status)
+            )
+        INTO v_fout_versie, v_fout_status
+        FROM nieuw AS n;
+        IF v_fout_versie THEN
+            RAISE EXCEPTION 'a new notificatie starts at version 1' USING ERRCODE = 'NM003';
+        END IF;
+        IF v_fout_status IS NOT NULL THEN
+            RAISE EXCEPTION 'a new notificatie starts as aangenomen, not %', v_fout_status
+                USING ERRCODE = 'NM001';
+        END IF;
+    END IF;
+
     -- Every row whose version changed in this statement needs the event with that
     -- sequence, the same (van, naar, reden), written by this transaction. As a set
     -- difference (one hash over the statement's rows and this transaction's events),
@@ -86,13 +97,14 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION nmc.guard_notificatie_event() IS
-'AFTER statement guard (transition tables): refuses (NM002) any new or changed version '
+'AFTER statement guard (transition tables): new rows start at version 1 (NM003) as '
+'aangenomen (NM001); refuses (NM002) any new or changed version '
 'without an event row of the same sequence and (van, naar, reden) written by the same '
 'transaction. One set difference per statement, so batch intake stays cheap.';
 
 DROP TRIGGER IF EXISTS notificatie_guard_row ON nmc.notificatie;
 CREATE TRIGGER notificatie_guard_row
-BEFORE INSERT OR UPDATE ON nmc.notificatie
+BEFORE UPDATE ON nmc.notificatie
 FOR EACH ROW EXECUTE FUNCTION nmc.guard_notificatie_row();
 
 DROP TRIGGER IF EXISTS notificatie_guard_event_insert ON nmc.notificatie;

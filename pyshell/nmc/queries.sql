@@ -65,13 +65,15 @@ FROM nmc.intake_notificatie(
 ) AS r
 
 -- intake_notificaties --
+-- The arrays go in binary: as text, 1000 items of ciphertext cost ~45 ms of hex
+-- encoding and parsing per batch, more than the inserts themselves.
 SELECT r.item, r.notificatie_id, r.nieuw
 FROM nmc.intake_notificaties(
     %(dv_id)s::integer, %(regie)s::nmc.regie, %(pepper_versie)s::smallint,
-    %(kek_id)s::text, %(batch_id)s::uuid, %(ids)s::uuid[], %(berichttypen)s::text[],
-    %(dvref_hmacs)s::bytea[], %(payload_hashes)s::bytea[], %(ontvangers)s::bytea[],
-    %(gegevens)s::bytea[], %(sleutels)s::bytea[], %(geldig_tot)s::timestamptz[],
-    %(trace_ids)s::text[], %(diensten)s::text[]
+    %(kek_id)s::text, %(batch_id)s::uuid, %(ids)b::uuid[], %(berichttypen)b::text[],
+    %(dvref_hmacs)b::bytea[], %(payload_hashes)b::bytea[], %(ontvangers)b::bytea[],
+    %(gegevens)b::bytea[], %(sleutels)b::bytea[], %(geldig_tot)b::timestamptz[],
+    %(trace_ids)b::text[], %(diensten)b::text[]
 ) AS r
 ORDER BY r.item
 
