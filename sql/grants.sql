@@ -26,6 +26,8 @@ GRANT EXECUTE ON FUNCTION nmc.find_notificaties(
 ) TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.store_receipt(text, uuid, text, timestamptz, timestamptz)
 TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.store_receipts(text[], uuid[], text[], timestamptz[], timestamptz[])
+TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.page_events(integer, integer, xid8, bigint, timestamptz, integer)
 TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.acknowledge_cursor(integer, integer, xid8, bigint, timestamptz)

@@ -1,5 +1,123 @@
 -- The NotifyNL callback (SPEC §6): store first (without the address), answer after.
 
+CREATE OR REPLACE FUNCTION nmc.store_receipts(
+    p_references text[],
+    p_notifynl_ids uuid[],
+    p_statussen text[],
+    p_completed_at timestamptz[],
+    p_sent_at timestamptz[]
+)
+RETURNS TABLE (item integer, resultaat text)
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_nu CONSTANT timestamptz := nmc.now();
+    v_n CONSTANT integer := coalesce(pg_catalog.cardinality(p_references), 0);
+    v_resultaten text [];
+BEGIN
+    IF v_n = 0 OR v_n > 1000
+        OR coalesce(pg_catalog.cardinality(p_notifynl_ids), 0) <> v_n
+        OR coalesce(pg_catalog.cardinality(p_statussen), 0) <> v_n
+        OR coalesce(pg_catalog.cardinality(p_completed_at), 0) <> v_n
+        OR coalesce(pg_catalog.cardinality(p_sent_at), 0) <> v_n THEN
+        RAISE EXCEPTION 'store_receipts takes 1 to 1000 receipts with every array of the same length'
+            USING ERRCODE = 'NM016';
+    END IF;
+
+    WITH ontvangen AS (
+        -- The reference is our attempt id; anything else is not ours to store.
+        SELECT
+            u.nr,
+            u.notifynl_id,
+            u.status,
+            u.completed_at,
+            u.sent_at,
+            p.id AS poging_id,
+            n.id AS notificatie_id,
+            n.dv_id,
+            n.trace_id,
+            pg_catalog.row_number() OVER (
+                PARTITION BY p.id, u.completed_at, u.status ORDER BY u.nr
+            ) AS volgnr
+        FROM unnest(p_references, p_notifynl_ids, p_statussen, p_completed_at, p_sent_at)
+            WITH ORDINALITY AS u (reference, notifynl_id, status, completed_at, sent_at, nr)
+        -- (the CASE keeps a reference that is not a UUID away from the cast)
+        LEFT JOIN nmc.poging AS p
+            ON p.id = (
+                CASE
+                    WHEN u.reference ~ '^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$'
+                        THEN u.reference
+                END
+            )::uuid
+        LEFT JOIN nmc.notificatie AS n ON n.id = p.notificatie_id
+    ),
+
+    opgeslagen AS (
+        -- One task per (attempt, completed_at, status): a duplicate within this batch or of
+        -- an earlier callback is a no-op.
+        INSERT INTO nmc.taak (
+            soort, dv_id, notificatie_id, poging_id, due, trace_id, payload,
+            receipt_completed_at, aangemaakt_op
+        )
+        SELECT
+            'receipt', o.dv_id, o.notificatie_id, o.poging_id, v_nu, o.trace_id,
+            pg_catalog.jsonb_build_object(
+                'id', o.notifynl_id, 'status', o.status, 'completed_at', o.completed_at,
+                'sent_at', o.sent_at
+            ),
+            o.completed_at, v_nu
+        FROM ontvangen AS o
+        WHERE o.poging_id IS NOT NULL AND o.volgnr = 1
+        ORDER BY o.nr
+        ON CONFLICT (poging_id, receipt_completed_at, (payload ->> 'status'))
+        WHERE soort = 'receipt'
+        DO NOTHING
+        RETURNING poging_id, receipt_completed_at, payload ->> 'status' AS status
+    )
+
+    SELECT
+        pg_catalog.array_agg(
+            CASE
+                WHEN o.poging_id IS NULL THEN 'onbekende-reference'
+                WHEN o.volgnr = 1 AND EXISTS (
+                    SELECT 1 FROM opgeslagen AS s
+                    WHERE s.poging_id = o.poging_id
+                        AND s.receipt_completed_at IS NOT DISTINCT FROM o.completed_at
+                        AND s.status = o.status
+                ) THEN 'opgeslagen'
+                ELSE 'dubbel'
+            END
+            ORDER BY o.nr
+        )
+    INTO v_resultaten
+    FROM ontvangen AS o;
+
+    IF 'onbekende-reference' = ANY(v_resultaten) THEN
+        PERFORM nmc.count_teller(
+            'receipt_onbekende_reference',
+            pg_catalog.array_length(
+                pg_catalog.array_positions(v_resultaten, 'onbekende-reference'), 1
+            )::bigint
+        );
+    END IF;
+
+    RETURN QUERY
+    SELECT (r.nr - 1)::integer, r.resultaat
+    FROM unnest(v_resultaten) WITH ORDINALITY AS r (resultaat, nr)
+    ORDER BY r.nr;
+END
+$$;
+COMMENT ON FUNCTION nmc.store_receipts(text[], uuid[], text[], timestamptz[], timestamptz[]) IS
+'Stores 1 to 1000 NotifyNL delivery receipts (parallel arrays, one element per receipt) '
+'as receipt tasks in the caller''s transaction, never the e-mail address. Per item '
+'(0-based): opgeslagen, dubbel (the same attempt, completed_at and status was stored '
+'before or earlier in this batch: a no-op) or onbekende-reference (matches no attempt: '
+'counted, not stored). The API gathers concurrent callbacks into one call and answers '
+'each 200 after it commits. NM016: empty, too long or unequal arrays.';
+
 CREATE OR REPLACE FUNCTION nmc.store_receipt(
     p_reference text,
     p_notifynl_id uuid,
@@ -8,51 +126,16 @@ CREATE OR REPLACE FUNCTION nmc.store_receipt(
     p_sent_at timestamptz
 )
 RETURNS text
-LANGUAGE plpgsql
+LANGUAGE sql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    v_nu CONSTANT timestamptz := nmc.now();
-    v_poging_id uuid;
-    v_notificatie nmc.notificatie;
-    v_nieuw bigint;
-BEGIN
-    -- The reference is our attempt id; anything else is not ours to store.
-    IF p_reference ~ '^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$' THEN
-        SELECT p.id INTO v_poging_id FROM nmc.poging AS p WHERE p.id = p_reference::uuid;
-    END IF;
-    IF v_poging_id IS NULL THEN
-        PERFORM nmc.count_teller('receipt_onbekende_reference');
-        RETURN 'onbekende-reference';
-    END IF;
-    SELECT n.* INTO v_notificatie
-    FROM nmc.notificatie AS n INNER JOIN nmc.poging AS p ON p.notificatie_id = n.id
-    WHERE p.id = v_poging_id;
-
-    INSERT INTO nmc.taak (
-        soort, dv_id, notificatie_id, poging_id, due, trace_id, payload, receipt_completed_at,
-        aangemaakt_op
-    )
-    VALUES (
-        'receipt', v_notificatie.dv_id, v_notificatie.id, v_poging_id, v_nu,
-        v_notificatie.trace_id,
-        pg_catalog.jsonb_build_object(
-            'id', p_notifynl_id, 'status', p_status, 'completed_at', p_completed_at,
-            'sent_at', p_sent_at
-        ),
-        p_completed_at, v_nu
-    )
-    ON CONFLICT (poging_id, receipt_completed_at, (payload ->> 'status'))
-    WHERE soort = 'receipt'
-    DO NOTHING
-    RETURNING id INTO v_nieuw;
-
-    RETURN CASE WHEN v_nieuw IS NULL THEN 'dubbel' ELSE 'opgeslagen' END;
-END
+    SELECT r.resultaat
+    FROM nmc.store_receipts(
+        ARRAY[p_reference], ARRAY[p_notifynl_id], ARRAY[p_status], ARRAY[p_completed_at],
+        ARRAY[p_sent_at]
+    ) AS r
 $$;
 COMMENT ON FUNCTION nmc.store_receipt(text, uuid, text, timestamptz, timestamptz) IS
-'Stores one NotifyNL delivery receipt as a receipt task (never the e-mail address). '
-'Returns opgeslagen, dubbel (the same attempt, completed_at and status was stored before: '
-'a no-op) or onbekende-reference (matches no attempt: counted, not stored). The callback '
-'answers 200 after this commits.';
+'Stores one NotifyNL delivery receipt: nmc.store_receipts with one item. Returns '
+'opgeslagen, dubbel or onbekende-reference.';

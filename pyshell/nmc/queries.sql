@@ -97,6 +97,14 @@ SELECT nmc.store_receipt(
     %(completed_at)s::timestamptz, %(sent_at)s::timestamptz
 )
 
+-- store_receipts --
+SELECT r.item, r.resultaat
+FROM nmc.store_receipts(
+    %(reference)b::text[], %(notifynl_id)b::uuid[], %(status)b::text[],
+    %(completed_at)b::timestamptz[], %(sent_at)b::timestamptz[]
+) AS r
+ORDER BY r.item
+
 -- count_malformed_receipt --
 SELECT nmc.count_malformed_receipt()
 

@@ -28,6 +28,7 @@ from nmc.api.metrics import HttpMetrics
 from nmc.api.middleware import ResponseHeadersMiddleware
 from nmc.api.openapi import BASE_PATH, openapi_document
 from nmc.api.problems import exception_handlers
+from nmc.api.receipt_batcher import ReceiptBatcher
 from nmc.api.services import Services, VerifiedTokens, services_of
 from nmc.api.settings import ApiSettings
 from nmc.api.sse import StreamSlots
@@ -96,6 +97,7 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
             cursors=CursorCodec(peppers),
             ldv=ldv,
             streams=StreamSlots(settings.sse.max_streams),
+            receipts=ReceiptBatcher(pool),
             jwks_json=json.dumps(signing.jwks() if signing else {"keys": []}).encode("ascii"),
         )
         if settings.callback_token is None:

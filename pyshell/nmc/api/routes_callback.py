@@ -63,7 +63,7 @@ async def notifynl_callback(request: Request) -> Response:
         raise invalid_input(rejected.violations, "Dit is geen geldige NotifyNL-callback.") from None
 
     try:
-        row = await db.call_one(services.pool, "store_receipt", receipt)
+        resultaat = await services.receipts.store(receipt)
     except psycopg.Error as error:  # also PoolTimeout: no connection within the wait
         # Not stored: a 5xx makes NotifyNL retry. Never log the error text (it could quote
         # parameters); the class and SQLSTATE are enough to act on.
@@ -73,7 +73,7 @@ async def notifynl_callback(request: Request) -> Response:
             getattr(error, "sqlstate", None),
         )
         return unavailable().to_response(services.settings.problem_base_uri)
-    return JSONResponse({"resultaat": row[0] if row else None})
+    return JSONResponse({"resultaat": resultaat})
 
 
 def token_matches(authorization: str | None, expected: str) -> bool:

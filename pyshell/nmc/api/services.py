@@ -9,6 +9,7 @@ from starlette.requests import Request
 from nmc.api.auth import LEEWAY_SECONDS, BearerVerifier, Principal
 from nmc.api.db import DbClock, Dienstverlener, DvRegister, Pool
 from nmc.api.problems import forbidden
+from nmc.api.receipt_batcher import ReceiptBatcher
 from nmc.api.settings import ApiSettings
 from nmc.api.sse import StreamSlots
 from nmc.api.verstrekking_ldv import VerstrekkingLdv
@@ -73,6 +74,7 @@ class Services:
     cursors: CursorCodec = field(repr=False)
     ldv: VerstrekkingLdv = field(repr=False)
     streams: StreamSlots = field(repr=False)
+    receipts: ReceiptBatcher = field(repr=False)
     jwks_json: bytes = field(repr=False)
 
     @property
