@@ -48,6 +48,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from nmc.errors import NmcError
 
 FORMAT_V1 = 0x01
+_FORMAT_V1_BYTE = bytes([FORMAT_V1])
 NONCE_BYTES = 12
 KEY_BYTES = 32
 TAG_BYTES = 16
@@ -87,12 +88,21 @@ class KekRing:
 
     active_id: str
     keys: Mapping[str, bytes] = field(repr=False)
+    # One AES-GCM object per KEK, made on first use: building one costs as much as an
+    # encryption, and every intake wraps a key.
+    _ciphers: dict[str, AESGCM] = field(default_factory=dict, repr=False, compare=False)
 
     def key(self, kek_id: str) -> bytes:
         try:
             return self.keys[kek_id]
         except KeyError:
             raise UnknownKekError(f"KEK {kek_id!r} is not in the KEK ring") from None
+
+    def cipher(self, kek_id: str) -> AESGCM:
+        cipher = self._ciphers.get(kek_id)
+        if cipher is None:
+            cipher = self._ciphers[kek_id] = AESGCM(self.key(kek_id))
+        return cipher
 
 
 def parse_kek_ring(document: Any) -> KekRing:
@@ -181,12 +191,13 @@ def seal(
         raise TypeError("recipient must be a str")
     plain_gegevens = _berichtgegevens_bytes(berichtgegevens)
     data_key = AESGCM.generate_key(bit_length=256)
+    data_cipher = AESGCM(data_key)
     return Sealed(
         recipient=_encrypt(
-            data_key, _utf8(recipient), _field_aad(notificatie_id, dv_id, FIELD_RECIPIENT)
+            data_cipher, _utf8(recipient), _field_aad(notificatie_id, dv_id, FIELD_RECIPIENT)
         ),
         berichtgegevens=_encrypt(
-            data_key, plain_gegevens, _field_aad(notificatie_id, dv_id, FIELD_BERICHTGEGEVENS)
+            data_cipher, plain_gegevens, _field_aad(notificatie_id, dv_id, FIELD_BERICHTGEGEVENS)
         ),
         wrapped_key=_wrap(ring, ring.active_id, data_key, notificatie_id),
         kek_id=ring.active_id,
@@ -203,12 +214,14 @@ def open_sealed(
     """Reverse `seal`. Any KEK in the ring unwraps, so data sealed before a rotation still opens."""
     ring = kek_ring() if ring is None else ring
     _check_ids(notificatie_id, dv_id)
-    data_key = _unwrap(ring, sealed.kek_id, sealed.wrapped_key, notificatie_id)
+    data_cipher = AESGCM(_unwrap(ring, sealed.kek_id, sealed.wrapped_key, notificatie_id))
     recipient = _decrypt(
-        data_key, sealed.recipient, _field_aad(notificatie_id, dv_id, FIELD_RECIPIENT)
+        data_cipher, sealed.recipient, _field_aad(notificatie_id, dv_id, FIELD_RECIPIENT)
     )
     gegevens = _decrypt(
-        data_key, sealed.berichtgegevens, _field_aad(notificatie_id, dv_id, FIELD_BERICHTGEGEVENS)
+        data_cipher,
+        sealed.berichtgegevens,
+        _field_aad(notificatie_id, dv_id, FIELD_BERICHTGEGEVENS),
     )
     return Opened(recipient=recipient.decode("utf-8"), berichtgegevens=json.loads(gegevens))
 
@@ -226,7 +239,9 @@ def open_recipient(
     ring = kek_ring() if ring is None else ring
     _check_ids(notificatie_id, dv_id)
     data_key = _unwrap(ring, kek_id, wrapped_key, notificatie_id)
-    plain = _decrypt(data_key, recipient, _field_aad(notificatie_id, dv_id, FIELD_RECIPIENT))
+    plain = _decrypt(
+        AESGCM(data_key), recipient, _field_aad(notificatie_id, dv_id, FIELD_RECIPIENT)
+    )
     return plain.decode("utf-8")
 
 
@@ -274,12 +289,12 @@ def _wrap_aad(notificatie_id: uuid.UUID, kek_id: str) -> bytes:
     return _WRAP_AAD_PREFIX + notificatie_id.bytes + kek_id.encode("utf-8")
 
 
-def _encrypt(key: bytes, plaintext: bytes, aad: bytes) -> bytes:
+def _encrypt(cipher: AESGCM, plaintext: bytes, aad: bytes) -> bytes:
     nonce = secrets.token_bytes(NONCE_BYTES)
-    return bytes([FORMAT_V1]) + nonce + AESGCM(key).encrypt(nonce, plaintext, aad)
+    return _FORMAT_V1_BYTE + nonce + cipher.encrypt(nonce, plaintext, aad)
 
 
-def _decrypt(key: bytes, blob: bytes, aad: bytes) -> bytes:
+def _decrypt(cipher: AESGCM, blob: bytes, aad: bytes) -> bytes:
     if not isinstance(blob, bytes | bytearray | memoryview):
         raise TypeError("ciphertext must be bytes")
     blob = bytes(blob)
@@ -287,18 +302,18 @@ def _decrypt(key: bytes, blob: bytes, aad: bytes) -> bytes:
         raise DecryptionError("ciphertext has an unknown format or is truncated")
     nonce, body = blob[1 : 1 + NONCE_BYTES], blob[1 + NONCE_BYTES :]
     try:
-        return AESGCM(key).decrypt(nonce, body, aad)
+        return cipher.decrypt(nonce, body, aad)
     except InvalidTag:
         raise DecryptionError("ciphertext does not authenticate for this notificatie") from None
 
 
 def _wrap(ring: KekRing, kek_id: str, data_key: bytes, notificatie_id: uuid.UUID) -> bytes:
-    return _encrypt(ring.key(kek_id), data_key, _wrap_aad(notificatie_id, kek_id))
+    return _encrypt(ring.cipher(kek_id), data_key, _wrap_aad(notificatie_id, kek_id))
 
 
 def _unwrap(ring: KekRing, kek_id: str, wrapped: bytes, notificatie_id: uuid.UUID) -> bytes:
     try:
-        data_key = _decrypt(ring.key(kek_id), wrapped, _wrap_aad(notificatie_id, kek_id))
+        data_key = _decrypt(ring.cipher(kek_id), wrapped, _wrap_aad(notificatie_id, kek_id))
     except DecryptionError:
         raise DecryptionError("wrapped key does not unwrap for this notificatie and KEK") from None
     if len(data_key) != KEY_BYTES:
@@ -478,25 +493,36 @@ def payload_hash(canonical: Mapping[str, Any]) -> bytes:
 
 
 def _normalise(value: Any) -> Any:
+    kind = type(value)  # exact types first: this runs for every field of every intake
+    if kind is str:
+        return unicodedata.normalize("NFC", value)
+    if value is None or kind is bool or kind is int:
+        return value
+    if kind is dict:
+        return _normalise_mapping(value)
     if isinstance(value, str):
         return unicodedata.normalize("NFC", value)
-    if value is None or isinstance(value, bool | int):
+    if isinstance(value, bool | int):
         return value
     if isinstance(value, float):
         raise TypeError("floats are not allowed in canonical JSON")
     if isinstance(value, list | tuple):
         return [_normalise(item) for item in value]
     if isinstance(value, Mapping):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise TypeError("canonical JSON object keys must be str")
-            nkey = unicodedata.normalize("NFC", key)
-            if nkey in out:
-                raise ValueError("two object keys are equal after NFC normalisation")
-            out[nkey] = _normalise(item)
-        return out
+        return _normalise_mapping(value)
     raise TypeError(f"{type(value).__name__} is not allowed in canonical JSON")
+
+
+def _normalise_mapping(value: Mapping[Any, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if not isinstance(key, str):
+            raise TypeError("canonical JSON object keys must be str")
+        nkey = unicodedata.normalize("NFC", key)
+        if nkey in out:
+            raise ValueError("two object keys are equal after NFC normalisation")
+        out[nkey] = _normalise(item)
+    return out
 
 
 # --------------------------------------------------------------------------------------------

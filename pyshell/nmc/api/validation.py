@@ -397,6 +397,8 @@ def _text(
 
 
 def _has_bad_chars(value: str, allow: frozenset[str]) -> bool:
+    if value.isprintable():  # C speed: no control (Cc) or surrogate (Cs) characters at all
+        return False
     return any(
         unicodedata.category(ch) in ("Cc", "Cs") and ch not in allow
         for ch in value
