@@ -421,7 +421,31 @@ def bench_drain(admin_url: str, count=20_000, batch=100, concurrency=32) -> dict
     }
 
 
-def bench_budget(admin_url: str, per_minute=3000, windows=2) -> dict:
+def to_next_window(conn, test_clock: bool) -> None:
+    """Wait (or, on the NMC test clock, jump) to just past the next minute boundary, so that
+    the window measured next is whole."""
+    seconds = conn.execute("SELECT extract(second FROM nmc.now())::float").fetchone()[0]
+    if test_clock:
+        conn.execute("SELECT nmc.advance_clock(make_interval(secs => %s))", [60 - seconds + 0.2])
+    else:
+        time.sleep(60 - seconds + 0.2)
+
+
+def window_used(conn) -> int:
+    return conn.execute(
+        "SELECT coalesce(sum(w.gebruikt), 0) FROM nmc.verzendbudget AS w "
+        "WHERE w.soort = 'verzenden' AND w.venster_start = date_trunc('minute', nmc.now())"
+    ).fetchone()[0]
+
+
+def bench_budget(admin_url: str, per_minute=3000, windows=2, test_clock=False) -> dict:
+    """Sends per one-minute window with a budget.
+
+    `test_clock` (smoke runs): instead of waiting for real minutes, run the worker until the
+    window's tokens are taken, stop it, and jump the NMC clock to the next window. The worker
+    is stopped for the jump because nmc.now() reads the offset per statement: a claim running
+    across the jump would take its tokens in the new window and stamp its attempts in the old
+    one. The budget rule measured is the same; sends per second are not measured."""
     ring = crypto.parse_kek_ring(crypto.new_kek_ring("kek-bench"))
     api_key = f"bench-{uuid.uuid4()}-{uuid.uuid4()}"
     backlog = per_minute * (windows + 1) + per_minute // 2
@@ -430,14 +454,22 @@ def bench_budget(admin_url: str, per_minute=3000, windows=2) -> dict:
             [dv_id] = onboard(conn, 1)
             set_budget(conn, per_minute)
             intake_sealed(conn, dv_id, backlog, ring)
-            # Start at a window boundary, so every measured window is whole.
-            seconds = conn.execute("SELECT extract(second FROM nmc.now())::float").fetchone()[0]
-            time.sleep(60 - seconds + 0.2)
-            start_window = conn.execute("SELECT date_trunc('minute', nmc.now())").fetchone()[0]
         with psycopg.connect(url, autocommit=True) as probe:
+            to_next_window(probe, test_clock)
+            start_window = probe.execute("SELECT date_trunc('minute', nmc.now())").fetchone()[0]
             config = worker_config(url, sim_url, api_key, Path(tempfile.gettempdir()), 50, 50)
-            end = time.monotonic() + windows * 60 + 1
-            asyncio.run(run_worker_until(config, ring, lambda: time.monotonic() > end))
+            if test_clock:
+                for _ in range(windows):
+                    limit = time.monotonic() + 60
+
+                    def window_done(limit=limit) -> bool:
+                        return window_used(probe) >= per_minute or time.monotonic() > limit
+
+                    asyncio.run(run_worker_until(config, ring, window_done))
+                    to_next_window(probe, test_clock)
+            else:
+                end = time.monotonic() + windows * 60 + 1
+                asyncio.run(run_worker_until(config, ring, lambda: time.monotonic() > end))
             rows = probe.execute(
                 "SELECT w.venster_start, w.gebruikt, "
                 "(SELECT count(*) FROM nmc.poging AS p WHERE date_trunc('minute', p.aangemaakt_op) "
@@ -450,13 +482,15 @@ def bench_budget(admin_url: str, per_minute=3000, windows=2) -> dict:
     per_window = [
         {"window": r[0].strftime("%H:%M"), "tokens": r[1], "attempts": r[2]} for r in full
     ]
-    worst = max(abs(r[2] - per_minute) / per_minute for r in full)
+    worst = max(full, key=lambda r: abs(r[2] - per_minute))
     return {
         "budget_per_minute": per_minute,
+        "clock": "test" if test_clock else "real",
         "windows": per_window,
-        "max_deviation_pct": round(100 * worst, 2),
+        "worst_window_attempts": worst[2],
+        "max_deviation_pct": round(100 * abs(worst[2] - per_minute) / per_minute, 2),
         "ever_above": any(r[1] > per_minute or r[2] > per_minute for r in full),
-        "sends_per_s": round(sum(r[2] for r in full) / (60 * len(full)), 2),
+        "sends_per_s": None if test_clock else round(sum(r[2] for r in full) / (60 * len(full)), 2),
     }
 
 

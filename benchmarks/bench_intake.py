@@ -1,6 +1,6 @@
-"""Intake benchmark (not a test; pytest does not collect it): HTTP next to the raw SQL ceiling.
+"""Intake benchmark (issue 3; not a test): HTTP next to the raw SQL ceiling.
 
-    .venv/bin/python tests_py/bench_intake.py [--seconds 10] [--workers 2] ...
+    .venv/bin/python benchmarks/bench_intake.py [--seconds 10] [--workers 2] ...
 
 On a fresh database (on the embedded cluster, or NMC_DATABASE_URL) it measures, in one run:
 
@@ -8,7 +8,7 @@ On a fresh database (on the embedded cluster, or NMC_DATABASE_URL) it measures, 
    connections with pre-sealed values (what the API's one SQL call costs, without HTTP);
 2. the same for the batch: nmc.intake_notificaties with 1000 items per call;
 3. single-notification intake over HTTP: `nmc api` (uvicorn) on loopback, several processes
-   of concurrent httpx clients, throughput and p50/p99 latency;
+   of a lean keep-alive load generator (rawload), throughput and p50/p99 latency;
 4. batch intake over HTTP, 1000 notifications per request.
 
 Everything (clients, API, PostgreSQL) shares this machine's cores, so the figures are a lower
@@ -29,10 +29,13 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import psycopg
+import rawload
 from psycopg import sql
 
 from nmc.api.auth import generate_dev_iam_key, issue_dev_token
@@ -151,24 +154,32 @@ async def sql_ceiling(
     for each call, as the API has them ready after sealing."""
     values = sealed_values(dv_ids[0])
     done = 0
-    deadline = time.perf_counter() + seconds
 
-    async def worker(k: int) -> None:
+    async def worker(k: int, conn: psycopg.AsyncConnection) -> None:
         nonlocal done
         dv_id = dv_ids[k % len(dv_ids)]
-        async with await psycopg.AsyncConnection.connect(api_url, autocommit=True) as conn:
-            while time.perf_counter() < deadline:
-                if batch == 1:
-                    query, params = QUERIES["intake_notificatie"], single_params(dv_id, values)
-                else:
-                    query = QUERIES["intake_notificaties"]
-                    params = batch_params(dv_id, values, batch)
-                await (await conn.execute(query, params)).fetchall()
-                done += batch
+        while time.perf_counter() < deadline:
+            if batch == 1:
+                query, params = QUERIES["intake_notificatie"], single_params(dv_id, values)
+            else:
+                query = QUERIES["intake_notificaties"]
+                params = batch_params(dv_id, values, batch)
+            await (await conn.execute(query, params)).fetchall()
+            done += batch
 
-    started = time.perf_counter()
-    await asyncio.gather(*(worker(k) for k in range(connections)))
-    return done / (time.perf_counter() - started)
+    # Connected before the clock runs: on a busy machine connecting can take a short
+    # measurement's whole time.
+    conns = [
+        await psycopg.AsyncConnection.connect(api_url, autocommit=True) for _ in range(connections)
+    ]
+    try:
+        started = time.perf_counter()
+        deadline = started + seconds
+        await asyncio.gather(*(worker(k, conn) for k, conn in enumerate(conns)))
+        return done / (time.perf_counter() - started)
+    finally:
+        for conn in conns:
+            await conn.close()
 
 
 def warm_up(url: str, api_url: str, dv_ids: list[int], per_dv: int) -> None:
@@ -186,7 +197,7 @@ def warm_up(url: str, api_url: str, dv_ids: list[int], per_dv: int) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# HTTP load (each client process runs several httpx clients)
+# HTTP load (benchmarks/rawload.py: httpx would take the CPU the API needs)
 
 
 def body(prefix: str, i: int) -> dict:
@@ -198,70 +209,45 @@ def body(prefix: str, i: int) -> dict:
     }
 
 
+def intake_requests(base_url: str, path: str, tokens: list[str], make_body) -> Iterator[bytes]:
+    """Endless raw HTTP requests, the tokens in turn, each with a body of its own."""
+    headers = [{"Authorization": f"Bearer {t}", "Content-Type": "application/json"} for t in tokens]
+    for n in itertools.count():
+        yield rawload.request_bytes(base_url, path, make_body(n), headers[n % len(headers)])
+
+
 async def single_load(
     base_url: str, tokens: list[str], clients: int, per_client: int, seconds: float
 ) -> tuple[list[float], int, float]:
     """(latencies of accepted intakes, errors, CPU seconds this load process used)."""
     cpu_before = time.process_time()
-    latencies: list[float] = []
-    errors = 0
-    deadline = time.perf_counter() + seconds
     prefix = uuid.uuid4().hex[:12]
-    counter = itertools.count()
-
-    async def run(client: httpx.AsyncClient, token: str) -> None:
-        nonlocal errors
-        headers = {"Authorization": f"Bearer {token}"}
-        while time.perf_counter() < deadline:
-            started = time.perf_counter()
-            response = await client.post(
-                f"{BASE}/decentraal/notificaties", json=body(prefix, next(counter)), headers=headers
-            )
-            if response.status_code == 202:
-                latencies.append(time.perf_counter() - started)
-            else:
-                errors += 1
-
-    limits = httpx.Limits(max_connections=per_client, max_keepalive_connections=per_client)
-    pool = [httpx.AsyncClient(base_url=base_url, limits=limits, timeout=60) for _ in range(clients)]
-    try:
-        await asyncio.gather(
-            *(
-                run(client, tokens[(c * per_client + i) % len(tokens)])
-                for c, client in enumerate(pool)
-                for i in range(per_client)
-            )
-        )
-    finally:
-        for client in pool:
-            await client.aclose()
-    return latencies, errors, time.process_time() - cpu_before
+    requests = intake_requests(
+        base_url,
+        f"{BASE}/decentraal/notificaties",
+        tokens,
+        lambda n: json.dumps(body(prefix, n)).encode(),
+    )
+    result = await rawload.run(
+        base_url, requests, connections=clients * per_client, seconds=seconds
+    )
+    errors = sum(count for status, count in result.statuses.items() if status != 202)
+    return result.latencies, errors, time.process_time() - cpu_before
 
 
 async def batch_load(
     base_url: str, tokens: list[str], concurrency: int, seconds: float
 ) -> tuple[int, int]:
-    done = 0
-    errors = 0
-    deadline = time.perf_counter() + seconds
+    def batch_body(n: int) -> bytes:
+        prefix = f"{uuid.uuid4().hex[:12]}-{n}"
+        return json.dumps({"notificaties": [body(prefix, i) for i in range(BATCH_SIZE)]}).encode()
 
-    async def run(client: httpx.AsyncClient, token: str) -> None:
-        nonlocal done, errors
-        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-        while time.perf_counter() < deadline:
-            prefix = uuid.uuid4().hex[:12]
-            payload = json.dumps({"notificaties": [body(prefix, i) for i in range(BATCH_SIZE)]})
-            response = await client.post(
-                f"{BASE}/decentraal/notificaties/_batch", content=payload, headers=headers
-            )
-            if response.status_code == 202:
-                done += BATCH_SIZE
-            else:
-                errors += 1
-
-    async with httpx.AsyncClient(base_url=base_url, timeout=300) as client:
-        await asyncio.gather(*(run(client, tokens[i % len(tokens)]) for i in range(concurrency)))
-    return done, errors
+    requests = intake_requests(
+        base_url, f"{BASE}/decentraal/notificaties/_batch", tokens, batch_body
+    )
+    result = await rawload.run(base_url, requests, connections=concurrency, seconds=seconds)
+    errors = sum(count for status, count in result.statuses.items() if status != 202)
+    return result.ok * BATCH_SIZE, errors
 
 
 def _client_process(kind: str, args: tuple, queue: multiprocessing.Queue) -> None:
@@ -324,21 +310,40 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else 0.0
 
 
-def parse_args() -> argparse.Namespace:
+@dataclass(frozen=True)
+class IntakeOptions:
+    """The knobs of one run; `parse_args` fills them from the command line."""
+
+    seconds: float = 5.0
+    rounds: int = 3
+    dvs: int = 1
+    warm_up: int = 5000
+    # One uvicorn worker per core, as the API is deployed: a worker is one Python process
+    # and uses one core at most.
+    workers: int = 2
+    pool: int = 8
+    sql_connections: int = 8
+    client_processes: int = 2
+    clients: int = 4
+    per_client: int = 4
+    batch_concurrency: int = 4
+
+
+def parse_args() -> IntakeOptions:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     option = parser.add_argument
     option("--seconds", type=float, default=5.0, help="per measurement (5)")
     option("--rounds", type=int, default=3, help="rounds of all four measurements (3)")
     option("--dvs", type=int, default=1, help="DVs the load is spread over (1)")
     option("--warm-up", type=int, default=5000, help="notifications per DV before measuring")
-    option("--workers", type=int, default=1, help="uvicorn worker processes (1)")
+    option("--workers", type=int, default=2, help="uvicorn worker processes (2)")
     option("--pool", type=int, default=8, help="connections per API worker (8)")
     option("--sql-connections", type=int, default=8, help="connections, SQL ceiling (8)")
     option("--client-processes", type=int, default=2, help="load generator processes (2)")
-    option("--clients", type=int, default=4, help="httpx clients per process (4)")
-    option("--per-client", type=int, default=4, help="requests in flight per client (4)")
+    option("--clients", type=int, default=4, help="client groups per process (4)")
+    option("--per-client", type=int, default=4, help="connections per group (4)")
     option("--batch-concurrency", type=int, default=4, help="batches in flight (4)")
-    return parser.parse_args()
+    return IntakeOptions(**vars(parser.parse_args()))
 
 
 def measure_round(args, api_url, dv_ids, base_url, tokens, api_pid) -> dict[str, float]:
@@ -374,22 +379,21 @@ def measure_round(args, api_url, dv_ids, base_url, tokens, api_pid) -> dict[str,
     }
 
 
-def main() -> int:
-    args = parse_args()
-    settings = Settings.from_env()
-    if not settings.database_url:
-        EmbeddedCluster(settings).start()
-    admin_url = connection_url(settings)
+def bench_intake(admin_url: str, options: IntakeOptions | None = None) -> dict:
+    """All rounds on a fresh database (dropped afterwards); prints each round as it goes and
+    returns the medians."""
+    args = options or IntakeOptions()
     name, url, dv_ids = create_database(admin_url, args.dvs)
     api_url = with_overrides(url, user="nmc_api")
     in_flight = args.client_processes * args.clients * args.per_client
     print(
         f"database {name}, {args.dvs} DV(s), warm-up {args.warm_up}/DV; {os.cpu_count()} CPUs "
         f"shared by load generator, API ({args.workers} worker(s), pool {args.pool}) and "
-        f"PostgreSQL; {args.rounds} round(s) of {args.seconds:.0f} s per measurement\n"
+        f"PostgreSQL; {args.rounds} round(s) of {args.seconds:g} s per measurement\n"
         f"single: SQL {args.sql_connections} connections, HTTP {in_flight} in flight "
-        f"({args.client_processes} processes x {args.clients} httpx clients x "
-        f"{args.per_client}); batch: {args.batch_concurrency} in flight, {BATCH_SIZE} per call"
+        f"({args.client_processes} processes x {args.clients} x "
+        f"{args.per_client}); batch: {args.batch_concurrency} in flight, {BATCH_SIZE} per call",
+        flush=True,
     )
     api = None
     try:
@@ -411,7 +415,7 @@ def main() -> int:
             header = (
                 "round  SQL single  HTTP single   p50 ms   p99 ms  ratio   SQL batch  HTTP batch"
             )
-            print(header)
+            print(header, flush=True)
             rounds = []
             for number in range(1, args.rounds + 1):
                 r = measure_round(args, api_url, dv_ids, base_url, tokens, api.pid)
@@ -420,7 +424,8 @@ def main() -> int:
                     f"{number:5d}  {r['sql_single']:10.0f}  {r['http_single']:11.0f}  "
                     f"{r['p50']:7.1f}  {r['p99']:7.1f}  {r['http_single'] / r['sql_single']:5.0%}"
                     f"  {r['sql_batch']:10.0f}  {r['http_batch']:10.0f}"
-                    + (f"  ({r['errors']} errors)" if r["errors"] else "")
+                    + (f"  ({r['errors']} errors)" if r["errors"] else ""),
+                    flush=True,
                 )
             median = {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
             ratio = statistics.median(r["http_single"] / r["sql_single"] for r in rounds)
@@ -431,27 +436,57 @@ def main() -> int:
             )
             print(
                 f"CPU per single intake (median, ms): API process {median['cpu_api']:.2f}, "
-                f"httpx load generator {median['cpu_load']:.2f}; SQL-ceiling client "
+                f"load generator {median['cpu_load']:.2f}; SQL-ceiling client "
                 f"(psycopg) {median['cpu_sql_client']:.2f}; PostgreSQL's share is the same on "
                 "both paths"
             )
             quiet = run_clients("single", 1, (base_url, tokens, 1, 1, args.seconds))
             latencies = quiet[0][0]
+            one_in_flight = {
+                "per_s": round(len(latencies) / args.seconds),
+                "p50_ms": round(percentile(latencies, 0.5) * 1000, 2),
+                "p99_ms": round(percentile(latencies, 0.99) * 1000, 2),
+            }
             print(
-                f"one request in flight: {len(latencies) / args.seconds:.0f}/s, "
-                f"p50 {percentile(latencies, 0.5) * 1000:.1f} ms, "
-                f"p99 {percentile(latencies, 0.99) * 1000:.1f} ms"
+                f"one request in flight: {one_in_flight['per_s']}/s, "
+                f"p50 {one_in_flight['p50_ms']:.1f} ms, p99 {one_in_flight['p99_ms']:.1f} ms"
             )
             print(
                 f"targets: single >= 60% of the SQL ceiling: {ratio:.0%}; "
                 f"batch >= 20,000/s: {median['http_batch']:.0f}/s "
-                f"({median['http_batch'] / median['sql_batch']:.0%} of its SQL ceiling)"
+                f"({median['http_batch'] / median['sql_batch']:.0%} of its SQL ceiling)",
+                flush=True,
             )
     finally:
         if api is not None:
             api.terminate()
             api.wait(timeout=30)
         drop_database(admin_url, name)
+    return {
+        "sql_single_per_s": round(median["sql_single"]),
+        "http_single_per_s": round(median["http_single"]),
+        "single_share_of_ceiling": round(ratio, 3),
+        "p50_ms": round(median["p50"], 2),
+        "p99_ms": round(median["p99"], 2),
+        "sql_batch_per_s": round(median["sql_batch"]),
+        "http_batch_per_s": round(median["http_batch"]),
+        "errors": sum(r["errors"] for r in rounds),
+        "cpu_ms_per_single": {
+            "api": round(median["cpu_api"], 3),
+            "load_generator": round(median["cpu_load"], 3),
+            "sql_ceiling_client": round(median["cpu_sql_client"], 3),
+        },
+        "one_in_flight": one_in_flight,
+        "rounds": len(rounds),
+    }
+
+
+def main() -> int:
+    options = parse_args()
+    settings = Settings.from_env()
+    if not settings.database_url:
+        EmbeddedCluster(settings).start()
+    bench_intake(connection_url(settings), options)
     return 0
 
 

@@ -1,0 +1,485 @@
+"""The benchmark report (issue 9): every benchmark in one run, one table of figure, target,
+ratio and verdict, written as Markdown and JSON together with the machine it ran on.
+
+    .venv/bin/python benchmarks/report.py              # full sizes: many minutes, quiet machine
+    .venv/bin/python benchmarks/report.py --quick      # small sizes: a few minutes
+    .venv/bin/python benchmarks/report.py --only intake fairness
+
+Each benchmark module (bench_intake, bench_send, bench_fairness, bench_callback, bench_feed)
+stays runnable on its own; this script calls their bench_… functions, each on fresh
+databases of the embedded cluster (or NMC_DATABASE_URL's server) that it drops afterwards.
+"ratio" is always figure ÷ target: a "≥" target passes at 1 or more, a "≤" target at 1 or
+less. A missed target is a finding, not a crash: the exit code is 1 only when a benchmark
+could not run.
+
+Why a script and not `nmc bench`: the benchmarks are not part of the installed package (the
+wheel holds pyshell/nmc only, and the Docker image does not copy benchmarks/), so `nmc bench`
+would have to find and import a folder outside the package by path, which works only in a
+source checkout; a script in that folder says so plainly.
+"""
+
+import argparse
+import contextlib
+import datetime
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import psycopg
+from bench_callback import bench_callback
+from bench_fairness import bench_fairness
+from bench_intake import IntakeOptions, bench_intake
+from bench_send import bench_budget, bench_claim, bench_drain, bench_engine
+
+from nmc.config import Settings
+from nmc.database import connection_url
+from nmc.embedded_db import EmbeddedCluster
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Sizes per preset. "full" is what the README's table comes from; "quick" proves the whole
+# chain on small data; "tiny" is the smoke test's (seconds per benchmark, figures meaningless,
+# the budget windows on the NMC test clock instead of real minutes).
+PRESETS: dict[str, dict[str, dict]] = {
+    "full": {
+        "intake": {},
+        "drain": {"count": 20_000},
+        "budget": {"per_minute": 3000, "windows": 2},
+        "fairness": {"flood": 100_000, "small": 100},
+        "callback": {"attempts": 5000, "clients": 64},
+        "feed": {"sizes": (100_000, 10_000_000), "samples": 200},
+        "claim": {"sizes": (10_000, 1_000_000), "samples": 300},
+        "engine": {"total": 200_000},
+    },
+    "quick": {
+        "intake": {"seconds": 2, "rounds": 1, "warm_up": 1000},
+        "drain": {"count": 2000},
+        "budget": {"per_minute": 600, "windows": 1},
+        "fairness": {"flood": 10_000, "small": 100},
+        "callback": {"attempts": 1000, "clients": 32},
+        "feed": {"sizes": (10_000, 100_000), "samples": 50},
+        "claim": {"sizes": (10_000, 100_000), "samples": 100},
+        "engine": {"total": 20_000},
+    },
+    "tiny": {
+        "intake": {
+            "seconds": 0.3,
+            "rounds": 1,
+            "warm_up": 0,
+            "sql_connections": 2,
+            "client_processes": 1,
+            "clients": 2,
+            "per_client": 2,
+            "batch_concurrency": 1,
+        },
+        "drain": {"count": 200, "batch": 20, "concurrency": 10},
+        "budget": {"per_minute": 60, "windows": 1, "test_clock": True},
+        "fairness": {"flood": 600, "small": 10},
+        "callback": {"attempts": 100, "clients": 8},
+        "feed": {"sizes": (1000, 5000), "samples": 10},
+        "claim": {"sizes": (1000, 3000), "samples": 10},
+        "engine": {"total": 3000, "connections": 2},
+    },
+}
+
+
+# ------------------------------------------------------------------------------------ rows
+
+
+@dataclass
+class Row:
+    name: str
+    figure: float | None  # None: not measured
+    unit: str
+    target: str
+    ratio: float | None = None  # figure ÷ target
+    ok: bool | None = None
+    detail: str = ""
+    verdict: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.verdict:
+            self.verdict = {True: "pass", False: "FAIL", None: "not measured"}[self.ok]
+
+
+def show(value: float, unit: str) -> str:
+    if unit in ("/s", "/min", "tasks"):
+        return f"{value:,.0f}{unit if unit != 'tasks' else ' tasks'}"
+    if unit == "x":
+        return f"{value:.2f}x"
+    return f"{value:.2f} {unit}"
+
+
+def at_least(name: str, figure: float, target: float, unit: str, detail="", shown="") -> Row:
+    return Row(
+        name,
+        figure,
+        unit,
+        shown or f"≥ {show(target, unit)}",
+        figure / target,
+        figure >= target,
+        detail,
+    )
+
+
+def at_most(name: str, figure: float, target: float, unit: str, detail="", shown="") -> Row:
+    return Row(
+        name,
+        figure,
+        unit,
+        shown or f"≤ {show(target, unit)}",
+        figure / target,
+        figure <= target,
+        detail,
+    )
+
+
+def short(n: int) -> str:
+    """10_000 -> 10k, 1_000_000 -> 1M: the sizes in row names."""
+    for size, suffix in ((1_000_000, "M"), (1_000, "k")):
+        if n >= size and n % size == 0:
+            return f"{n // size}{suffix}"
+    return f"{n:,}"
+
+
+# ------------------------------------------------------------------------------------ benchmarks
+
+
+def intake(admin_url: str, sizes: dict) -> tuple[dict, list[Row]]:
+    r = bench_intake(admin_url, IntakeOptions(**sizes))
+    ceiling, batch_ceiling = r["sql_single_per_s"], r["sql_batch_per_s"]
+    return r, [
+        at_least(
+            "intake single (HTTP)",
+            r["http_single_per_s"],
+            0.6 * ceiling,
+            "/s",
+            f"{r['single_share_of_ceiling']:.0%} of the SQL ceiling; p50 {r['p50_ms']:.1f} ms, "
+            f"p99 {r['p99_ms']:.1f} ms",
+            f"≥ 60% of SQL ceiling {ceiling:,}/s",
+        ),
+        at_least(
+            "intake batch (HTTP, 1000 per call)",
+            r["http_batch_per_s"],
+            20_000,
+            "/s",
+            f"SQL ceiling {batch_ceiling:,}/s; HTTP is "
+            f"{r['http_batch_per_s'] / batch_ceiling:.0%} of it",
+        ),
+    ]
+
+
+def drain(admin_url: str, sizes: dict) -> tuple[dict, list[Row]]:
+    r = bench_drain(admin_url, **sizes)
+    cpu = r["cpu_ms_per_send"]
+    return r, [
+        at_least(
+            "send drain, no budget",
+            r["sends_per_s"],
+            1000,
+            "/s",
+            f"{r['sent']:,} through the worker and the NotifyNL simulator; CPU ms per send: "
+            f"worker {cpu['worker']}, simulator {cpu['sim']}, PostgreSQL {cpu['db']}",
+        )
+    ]
+
+
+def budget(admin_url: str, sizes: dict) -> tuple[dict, list[Row]]:
+    r = bench_budget(admin_url, **sizes)
+    per_minute, worst = r["budget_per_minute"], r["worst_window_attempts"]
+    windows = ", ".join(str(w["attempts"]) for w in r["windows"])
+    ok = r["max_deviation_pct"] <= 1 and not r["ever_above"]
+    return r, [
+        Row(
+            f"send drain, budget {per_minute:,}/min (worst window)",
+            worst,
+            "/min",
+            f"= {per_minute:,}/min ± 1%, never above",
+            worst / per_minute,
+            ok,
+            f"sends per window: {windows} ({r['clock']} clock); "
+            f"deviation {r['max_deviation_pct']}%",
+        )
+    ]
+
+
+def fairness(admin_url: str, sizes: dict) -> tuple[dict, list[Row]]:
+    r = bench_fairness(admin_url, **sizes)
+    flood = r["flood"]
+    smalls = r["small_dvs"]
+    title = f"fairness: {len(smalls)} DVs x {smalls[0]['notificaties']} beside a flood of "
+    title += short(flood["notificaties"])
+    fifo = max(d["fifo_ahead"] for d in smalls)
+    rows = [
+        at_most(
+            f"{title}: tasks claimed while the slowest waits",
+            r["max_claimed_ahead"],
+            r["target_claimed_ahead"],
+            "tasks",
+            f"fair share {r['fair_share']:,}; first-in first-out would be {fifo:,}",
+            f"≤ {r['target_claimed_ahead']:,} tasks (1.5 x fair share)",
+        ),
+        at_most(
+            f"{title}: slowest small DV done",
+            r["slowest_seconds"],
+            r["target_seconds"],
+            "s",
+            f"the flood took {flood['seconds']:.1f} s ({flood['per_s']:,}/s); bare claim/finish "
+            f"engine, {r['claimers']} claimers, batch {r['batch']}",
+            f"≤ {r['target_seconds']:.2f} s (that many tasks at the flood's rate)",
+        ),
+    ]
+    if not r["all_sent"]:  # fast because it failed is not fair
+        for row in rows:
+            row.ok, row.verdict = False, "FAIL"
+            row.detail += "; not every notification reached verzonden"
+    return r, rows
+
+
+def callback(admin_url: str, sizes: dict) -> tuple[dict, list[Row]]:
+    r = bench_callback(admin_url, **sizes)
+    return r, [
+        at_least(
+            "receipt ingest (HTTP callback)",
+            r["receipts_per_s"],
+            2000,
+            "/s",
+            f"{r['stored']:,} receipts, {r['clients']} in flight; p50 {r['p50_ms']:.1f} ms, "
+            f"p99 {r['p99_ms']:.1f} ms",
+        )
+    ]
+
+
+class NotAvailable(Exception):
+    """A benchmark whose module is not there (yet)."""
+
+
+def feed(admin_url: str, sizes: dict) -> tuple[dict, list[Row]]:
+    # Imported here: benchmarks/bench_feed.py is written separately and may be missing.
+    try:
+        from bench_feed import bench_feed
+    except ModuleNotFoundError as error:
+        if error.name != "bench_feed":
+            raise
+        raise NotAvailable("benchmarks/bench_feed.py is not there") from None
+    small, large = sizes["sizes"]
+    r = bench_feed(admin_url, **sizes)
+    p50 = {int(size): value for size, value in r["p50_ms"].items()}
+    p99 = {int(size): value for size, value in r["p99_ms"].items()}
+    return r, [
+        at_most(
+            f"feed page p50 at {short(large)} events",
+            p50[large],
+            20,
+            "ms",
+            f"p99 {p99[large]:.2f} ms",
+        ),
+        at_most(
+            f"feed page p50 ratio, {short(small)} vs {short(large)} events",
+            r["ratio"],
+            1.5,
+            "x",
+            f"p50 {p50[small]:.2f} ms vs {p50[large]:.2f} ms",
+        ),
+    ]
+
+
+def claim(admin_url: str, sizes: dict) -> tuple[dict, list[Row]]:
+    r = bench_claim(admin_url, **sizes)
+    small, large = sizes["sizes"]
+    rows = []
+    for kind in ("claim_taken", "claim_verzenden"):
+        at = {size: r[f"{kind} {size:>9,}"] for size in (small, large)}
+        rows.append(
+            at_most(
+                f"claim latency ratio, {short(small)} vs {short(large)} open tasks ({kind})",
+                r[f"{kind} ratio"],
+                1.5,
+                "x",
+                f"median {at[small]['median_ms']} ms vs {at[large]['median_ms']} ms (batch 20)",
+            )
+        )
+    return r, rows
+
+
+def engine(admin_url: str, sizes: dict) -> tuple[dict, list[Row]]:
+    r = bench_engine(admin_url, **sizes)
+    return r, [
+        at_least(
+            "bare task engine (claim_taken + finish_taken)",
+            r["tasks_per_s"],
+            20_000,
+            "/s",
+            f"{r['tasks']:,} tasks, batch {r['batch']}, {r['connections']} connections",
+        )
+    ]
+
+
+class Benchmark(NamedTuple):
+    run: Callable[[str, dict], tuple[dict, list[Row]]]
+    title: str  # its row when it could not run; {0} and {1}: the preset's small and large size
+    target: str
+
+    def title_for(self, sizes: dict) -> str:
+        return self.title.format(*(short(n) for n in sizes.get("sizes", ())))
+
+
+BENCHMARKS: dict[str, Benchmark] = {  # in the table's order
+    "intake": Benchmark(intake, "intake single and batch (HTTP)", "≥ 60% of ceiling; ≥ 20,000/s"),
+    "drain": Benchmark(drain, "send drain, no budget", "≥ 1,000/s"),
+    "budget": Benchmark(budget, "send drain with budget", "= budget ± 1%, never above"),
+    "fairness": Benchmark(fairness, "fairness: small DVs beside a flood", "≤ 1.5 x fair share"),
+    "callback": Benchmark(callback, "receipt ingest (HTTP callback)", "≥ 2,000/s"),
+    "feed": Benchmark(feed, "feed page at {0} vs {1} events", "p50 ≤ 20 ms; ratio ≤ 1.5"),
+    "claim": Benchmark(claim, "claim latency {0} vs {1} open tasks", "ratio ≤ 1.5"),
+    "engine": Benchmark(engine, "bare task engine", "≥ 20,000/s"),
+}
+
+
+# ------------------------------------------------------------------------------------ report
+
+
+def machine(admin_url: str) -> dict:
+    """What the figures depend on: cores, CPU, RAM, PostgreSQL, and how busy it was."""
+    cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    model = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.MULTILINE)
+    meminfo = Path("/proc/meminfo").read_text() if Path("/proc/meminfo").exists() else ""
+    ram_kb = re.search(r"^MemTotal:\s+(\d+) kB", meminfo, re.MULTILINE)
+    with psycopg.connect(admin_url) as conn:
+        postgresql = conn.execute("SHOW server_version").fetchone()[0]
+    commit = "unknown"
+    with contextlib.suppress(OSError, subprocess.CalledProcessError):
+        git = ["git", "-C", str(ROOT)]
+        commit = subprocess.run(
+            [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run([*git, "status", "--porcelain"], capture_output=True, text=True)
+        if dirty.stdout.strip():
+            commit += " + uncommitted changes"
+    return {
+        "nproc": len(os.sched_getaffinity(0)),
+        "cpu": model.group(1).strip() if model else platform.processor() or "unknown",
+        "ram_gib": round(int(ram_kb.group(1)) / 1024**2, 1) if ram_kb else None,
+        "postgresql": postgresql,
+        "python": platform.python_version(),
+        "kernel": platform.release(),
+        "commit": commit,
+        "load_average_at_start": [round(load, 2) for load in os.getloadavg()],
+    }
+
+
+def run_report(admin_url: str, preset: str = "full", only: list[str] | None = None) -> dict:
+    """Runs the chosen benchmarks in order; returns the report (machine, rows, raw figures)."""
+    started = datetime.datetime.now(datetime.UTC)
+    document = {
+        "preset": preset,
+        "started": started.isoformat(timespec="seconds"),
+        "machine": machine(admin_url),
+        "rows": [],
+        "figures": {},
+    }
+    for key, benchmark in BENCHMARKS.items():
+        if only and key not in only:
+            continue
+        print(f"\n== {key}", flush=True)
+        began = time.perf_counter()
+        sizes = PRESETS[preset][key]
+        title, target = benchmark.title_for(sizes), benchmark.target
+        try:
+            figures, rows = benchmark.run(admin_url, sizes)
+            document["figures"][key] = figures
+        except NotAvailable as reason:
+            rows = [Row(title, None, "", target, detail=str(reason), verdict="not available")]
+        except Exception as error:  # one broken benchmark must not hide the others' figures
+            print(f"{key} failed: {error!r}", file=sys.stderr, flush=True)
+            rows = [Row(title, None, "", target, detail=repr(error)[:300], verdict="error")]
+        print(f"== {key}: {time.perf_counter() - began:.0f} s", flush=True)
+        document["rows"].extend(asdict(row) for row in rows)
+    document["seconds"] = round((datetime.datetime.now(datetime.UTC) - started).total_seconds(), 1)
+    return document
+
+
+def markdown_table(rows: list[dict]) -> str:
+    header = ["row", "figure", "target", "ratio", "verdict", "notes"]
+    lines = [
+        [
+            row["name"],
+            "—" if row["figure"] is None else show(row["figure"], row["unit"]),
+            row["target"],
+            "—" if row["ratio"] is None else f"{row['ratio']:.2f}",
+            row["verdict"],
+            row["detail"].replace("|", "/"),
+        ]
+        for row in rows
+    ]
+    widths = [max(len(cells[i]) for cells in [header, *lines]) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+
+    rule = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([line(header), rule, *(line(cells) for cells in lines)])
+
+
+def machine_line(document: dict) -> str:
+    m = document["machine"]
+    return (
+        f"{m['nproc']} CPUs ({m['cpu']}), {m['ram_gib']} GiB RAM, PostgreSQL {m['postgresql']}, "
+        f"Python {m['python']}, Linux {m['kernel']}; commit {m['commit']}; load average at "
+        f"start {' '.join(str(x) for x in m['load_average_at_start'])}"
+    )
+
+
+def markdown(document: dict) -> str:
+    return (
+        f"Benchmark report, preset `{document['preset']}`, {document['started']} "
+        f"({document['seconds']:.0f} s)\n\n"
+        f"Machine: {machine_line(document)}. Client, API, worker, simulators and PostgreSQL "
+        "share these cores.\n\n"
+        f"{markdown_table(document['rows'])}\n\n"
+        "ratio = figure ÷ target (a ≥ target passes at 1 or more, a ≤ target at 1 or less).\n"
+    )
+
+
+def write(document: dict, out_dir: Path) -> tuple[Path, Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = out_dir / f"report-{document['preset']}"
+    md, js = stem.with_suffix(".md"), stem.with_suffix(".json")
+    md.write_text(markdown(document))
+    js.write_text(json.dumps(document, indent=2, default=str) + "\n")
+    return md, js
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sizes = parser.add_mutually_exclusive_group()
+    sizes.add_argument("--quick", action="store_true", help="small sizes (a few minutes)")
+    sizes.add_argument("--tiny", action="store_true", help="the smoke test's sizes (seconds)")
+    parser.add_argument("--only", nargs="+", choices=list(BENCHMARKS), help="these benchmarks")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=ROOT / "benchmarks" / "results",
+        help="directory for report-<preset>.md and .json (benchmarks/results)",
+    )
+    args = parser.parse_args()
+    preset = "quick" if args.quick else "tiny" if args.tiny else "full"
+    settings = Settings.from_env()
+    if not settings.database_url:
+        EmbeddedCluster(settings).start()
+    document = run_report(connection_url(settings), preset, args.only)
+    md, js = write(document, args.out)
+    print(f"\n{markdown(document)}\nwritten: {md} and {js}")
+    return 1 if any(row["verdict"] == "error" for row in document["rows"]) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
