@@ -1,6 +1,6 @@
 -- The commit after the send: fenced by epoch; each outcome through the single writer.
 BEGIN;
-SELECT plan(20);
+SELECT plan(22);
 \ir fixtures/setup.sql
 
 -- Accepts a notification and claims its send task.
@@ -159,6 +159,22 @@ UPDATE nmc.notificatie SET geldig_tot = nmc.now() + interval '3 seconds' WHERE i
 SELECT is(
     nmc.defer_taak(:st_taak, :st_epoch, 'http-503'), 'verlopen',
     'a deferral that would pass geldig_tot ends the notification in verlopen'
+);
+-- NotifyNL accepted the send, but the worker timed out: the receipt commits the send on
+-- its behalf and delivers. A deferral past geldig_tot must not undo that outcome.
+SELECT * FROM pg_temp.claim('laat-bezorgd') \gset lb_
+SELECT nmc.store_receipt(
+    :'lb_poging', 'e0e0e0e0-0000-4000-8000-0000000000bb', 'delivered', nmc.now(), nmc.now()
+);
+SELECT nmc.process_receipts(10);
+UPDATE nmc.notificatie SET geldig_tot = nmc.now() + interval '3 seconds' WHERE id = :'lb_id';
+SELECT is(
+    nmc.defer_taak(:lb_taak, :lb_epoch, 'timeout'), 'uitgesteld',
+    'a deferral of a send whose attempt already has an outcome does not expire it'
+);
+SELECT is(
+    (SELECT status::text FROM nmc.notificatie WHERE id = :'lb_id'), 'bezorgd',
+    'the delivered notification stays bezorgd'
 );
 SELECT * FROM pg_temp.claim('kapot') \gset ka_
 UPDATE nmc.taak SET pogingen = 4 WHERE id = :ka_taak;

@@ -13,12 +13,31 @@ DECLARE
     v_due timestamptz := nmc.now() + nmc.uitstel(v_taak.uitstellen);
     v_status nmc.notificatie_status;
     v_geldig_tot timestamptz;
+    v_zonder_uitkomst boolean;
 BEGIN
-    -- Only geldig_tot bounds the wait of a send: a deferral past it ends the notification.
+    -- Only geldig_tot bounds the wait of a send: a deferral past it ends the notification,
+    -- but only while its latest attempt has no outcome yet. A receipt may already have
+    -- committed the send on the worker's behalf (NotifyNL accepted it, the worker timed
+    -- out): then the receipts decide, and the next claim closes the task.
     IF v_taak.soort = 'verzenden' THEN
-        SELECT n.status, n.geldig_tot INTO v_status, v_geldig_tot
-        FROM nmc.notificatie AS n WHERE n.id = v_taak.notificatie_id FOR UPDATE;
-        IF v_due > v_geldig_tot AND nmc.transition_allowed(v_status, 'verlopen') THEN
+        SELECT
+            n.status,
+            n.geldig_tot,
+            coalesce(p.status = 'gepland', true) AND n.status IN (
+                'aangenomen', 'in-verzending', 'verzonden'
+            )
+        INTO v_status, v_geldig_tot, v_zonder_uitkomst
+        FROM nmc.notificatie AS n
+        LEFT JOIN LATERAL (
+            SELECT q.status FROM nmc.poging AS q
+            WHERE q.notificatie_id = n.id
+            ORDER BY q.nummer DESC
+            LIMIT 1
+        ) AS p ON true
+        WHERE n.id = v_taak.notificatie_id
+        FOR UPDATE OF n;
+        IF v_due > v_geldig_tot AND v_zonder_uitkomst
+            AND nmc.transition_allowed(v_status, 'verlopen') THEN
             PERFORM nmc.transition_notificatie(v_taak.notificatie_id, 'verlopen', 'verlopen');
             UPDATE nmc.taak AS t SET laatste_fout = p_fout WHERE t.id = p_taak_id;
             PERFORM nmc.close_taak(p_taak_id);
@@ -36,7 +55,8 @@ $$;
 COMMENT ON FUNCTION nmc.defer_taak(bigint, integer, text) IS
 'After an outage of a called service (401/403/429/5xx, connection error, timeout): the '
 'task waits with growing backoff and its attempt counter does not rise. A send whose '
-'next try would fall after geldig_tot ends in verlopen instead. Returns uitgesteld or '
+'next try would fall after geldig_tot ends in verlopen instead, unless its latest attempt '
+'already has an outcome (a receipt committed it). Returns uitgesteld or '
 'verlopen. p_fout is a short error class, never personal data. NM011 when stale.';
 
 CREATE OR REPLACE FUNCTION nmc.fail_taak(
