@@ -1,0 +1,276 @@
+"""deploy/k8s: the kustomize base and the CloudNativePG cluster, checked structurally (issue 8).
+
+No kubectl or kustomize: the YAML is parsed and held against what kustomize and the kubelet
+require (documents with apiVersion/kind/metadata.name, resources in or below the
+kustomization root unless they are kustomizations themselves, a numeric non-root user) and
+against the code (commands through the real `nmc` parser, NMC_* names the package reads,
+probes on paths the process serves, on the port it listens on, on an address the kubelet can
+reach), and the database's shape against SPEC §9 (three instances, synchronous ANY 1 of the
+two standbys, PgBouncer in transaction mode).
+"""
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from deploytest import (
+    PROJECT_ROOT,
+    SECRETS_MOUNT,
+    command_name,
+    env_names_read_by_the_code,
+    listen_port,
+    option,
+    parse_nmc,
+    secret_files_written_by_keys_init,
+    serves,
+)
+
+K8S = PROJECT_ROOT / "deploy" / "k8s"
+BASE = K8S / "base"
+KUSTOMIZATION = "kustomization.yaml"
+WORKLOADS = ("Deployment", "Job")
+
+
+def load(path: Path) -> list[dict[str, Any]]:
+    return [doc for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")) if doc]
+
+
+def manifest_files() -> list[Path]:
+    return sorted(p for p in K8S.rglob("*.yaml") if p.name != KUSTOMIZATION)
+
+
+def resources_of(kustomization_dir: Path) -> list[Path]:
+    """The manifest files a kustomization pulls in, following nested kustomizations."""
+    [document] = load(kustomization_dir / KUSTOMIZATION)
+    files: list[Path] = []
+    for entry in document.get("resources", []):
+        target = (kustomization_dir / entry).resolve()
+        files += resources_of(target) if target.is_dir() else [target]
+    return files
+
+
+@pytest.fixture(scope="module")
+def documents() -> list[dict[str, Any]]:
+    """Every document the base kustomization builds."""
+    return [doc for path in resources_of(BASE) for doc in load(path)]
+
+
+def of_kind(documents, kind: str) -> list[dict[str, Any]]:
+    return [doc for doc in documents if doc["kind"] == kind]
+
+
+def pod_spec(workload: dict[str, Any]) -> dict[str, Any]:
+    return workload["spec"]["template"]["spec"]
+
+
+def config_env(documents, container: dict[str, Any]) -> dict[str, str]:
+    """The container's environment as far as the manifests set it (ConfigMaps and values)."""
+    maps = {doc["metadata"]["name"]: doc.get("data", {}) for doc in of_kind(documents, "ConfigMap")}
+    env: dict[str, str] = {}
+    for source in container.get("envFrom", []):
+        env.update(maps[source["configMapRef"]["name"]])
+    for item in container.get("env", []):
+        env[item["name"]] = str(item.get("value", "<from a secret>"))
+    return env
+
+
+def containers(documents) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    return [
+        (workload["metadata"]["name"], workload, container)
+        for kind in WORKLOADS
+        for workload in of_kind(documents, kind)
+        for container in pod_spec(workload)["containers"]
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# Files, documents, kustomizations
+
+
+def test_every_file_parses_into_named_kubernetes_objects():
+    files = manifest_files()
+    assert len(files) >= 5
+    for path in files:
+        documents = load(path)
+        assert documents, f"{path} holds no document"
+        for doc in documents:
+            assert isinstance(doc, dict), path
+            assert doc.get("apiVersion") and doc.get("kind"), path
+            assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", doc["metadata"]["name"]), path
+
+
+def test_kustomizations_list_files_they_may_load():
+    """kustomize loads a file only in or below the kustomization's own directory; anything
+    else must be a directory with its own kustomization."""
+    kustomizations = sorted(K8S.rglob(KUSTOMIZATION))
+    assert BASE / KUSTOMIZATION in kustomizations
+    for path in kustomizations:
+        [document] = load(path)
+        assert document["apiVersion"] == "kustomize.config.k8s.io/v1beta1"
+        assert document["kind"] == "Kustomization"
+        root = path.parent.resolve()
+        for entry in document.get("resources", []):
+            target = (root / entry).resolve()
+            assert target.exists(), f"{path}: {entry} does not exist"
+            if target.is_dir():
+                assert (target / KUSTOMIZATION).is_file(), f"{path}: {entry} has no kustomization"
+            else:
+                assert target.is_relative_to(root), f"{path}: {entry} is outside its root"
+
+
+def test_the_base_builds_every_manifest_once():
+    built = resources_of(BASE)
+    assert len(built) == len(set(built))
+    assert sorted(built) == [p.resolve() for p in manifest_files()]
+
+
+def test_no_two_objects_share_kind_and_name(documents):
+    keys = [(doc["kind"], doc["metadata"]["name"]) for doc in documents]
+    assert len(keys) == len(set(keys)), keys
+
+
+def test_the_image_is_set_by_the_kustomization(documents):
+    [kustomization] = load(BASE / KUSTOMIZATION)
+    named = {image["name"] for image in kustomization.get("images", [])}
+    for name, _, container in containers(documents):
+        assert container["image"] in named, f"{name}: image {container['image']} is not set"
+
+
+# --------------------------------------------------------------------------------------------
+# The NMC's workloads
+
+
+def test_the_workloads_are_there(documents):
+    commands = {command_name(c["args"]) for _, _, c in containers(documents)}
+    assert commands == {"api", "worker", "migrate"}
+    for deployment in of_kind(documents, "Deployment"):
+        assert deployment["spec"]["replicas"] >= 2, "stateless: more than one replica"
+
+
+def test_every_command_is_a_real_nmc_command(documents):
+    for name, _, container in containers(documents):
+        assert "command" not in container, f"{name}: keeps the image's ENTRYPOINT nmc"
+        parse_nmc(list(container["args"]))
+
+
+def test_every_nmc_variable_is_one_the_code_reads(documents):
+    known = env_names_read_by_the_code()
+    for config in of_kind(documents, "ConfigMap"):
+        unknown = {k for k in config.get("data", {}) if k.startswith("NMC_")} - known
+        assert not unknown, f"ConfigMap {config['metadata']['name']}: {sorted(unknown)}"
+    for name, _, container in containers(documents):
+        unknown = {e["name"] for e in container.get("env", [])} - known
+        assert not unknown, f"{name}: {sorted(unknown)}"
+
+
+def test_secret_files_are_mounted_where_the_settings_point(documents):
+    for name, workload, container in containers(documents):
+        files = [
+            v for v in config_env(documents, container).values() if v.startswith(SECRETS_MOUNT)
+        ]
+        if not files:
+            continue
+        assert {f.removeprefix(SECRETS_MOUNT) for f in files} <= secret_files_written_by_keys_init()
+        mounts = {m["mountPath"]: m for m in container.get("volumeMounts", [])}
+        mount = mounts.get(SECRETS_MOUNT.rstrip("/"))
+        assert mount and mount.get("readOnly") is True, f"{name}: secrets not mounted read-only"
+        volumes = {v["name"]: v for v in pod_spec(workload).get("volumes", [])}
+        assert "secret" in volumes[mount["name"]], f"{name}: the mount is not a Secret"
+
+
+def test_resources_are_requested_and_limited(documents):
+    for name, _, container in containers(documents):
+        resources = container.get("resources", {})
+        for bound in ("requests", "limits"):
+            assert {"cpu", "memory"} <= set(resources.get(bound, {})), f"{name}: {bound}"
+
+
+def test_containers_run_as_a_non_root_user_on_a_read_only_root(documents):
+    uid = int(re.search(r"--uid (\d+)", (PROJECT_ROOT / "Dockerfile").read_text()).group(1))
+    for name, workload, container in containers(documents):
+        pod = pod_spec(workload).get("securityContext", {})
+        own = container.get("securityContext", {})
+        merged = {**pod, **own}
+        assert merged.get("runAsNonRoot") is True, name
+        # The image's USER is a name: the kubelet can only verify non-root with a number.
+        assert merged.get("runAsUser") == uid, f"{name}: runAsUser must be the image's {uid}"
+        assert own.get("readOnlyRootFilesystem") is True, name
+        assert own.get("allowPrivilegeEscalation") is False, name
+        assert own.get("capabilities", {}).get("drop") == ["ALL"], name
+
+
+def test_probes_ask_real_health_paths_on_the_listening_port(documents):
+    probed = set()
+    for deployment in of_kind(documents, "Deployment"):
+        for container in pod_spec(deployment)["containers"]:
+            args, env = list(container["args"]), config_env(documents, container)
+            port = listen_port(args, env)
+            assert port, f"{deployment['metadata']['name']}: listens nowhere, cannot be probed"
+            host = option(args, "--host") or option(args, "--metrics-host")
+            host = host or env.get("NMC_WORKER_METRICS_HOST")
+            assert host == "0.0.0.0", "the kubelet probes the pod address, not loopback"  # noqa: S104
+            ports = {str(p["containerPort"]) for p in container.get("ports", [])}
+            assert port in ports, f"port {port} is not declared"
+            for kind in ("readinessProbe", "livenessProbe"):
+                probe = container[kind]["httpGet"]
+                assert str(probe["port"]) == port, f"{kind} on {probe['port']}"
+                assert serves(args, probe["path"], env), f"{kind}: {probe['path']} is not served"
+                probed.add((command_name(args), kind, probe["path"]))
+            assert container["readinessProbe"]["httpGet"]["path"] == "/health/ready"
+            assert container["livenessProbe"]["httpGet"]["path"] == "/health/live"
+    assert {c for c, _, _ in probed} == {"api", "worker"}
+
+
+def test_workers_outlast_a_call_on_sigterm(documents):
+    [worker] = [d for d in of_kind(documents, "Deployment") if "worker" in d["metadata"]["name"]]
+    assert pod_spec(worker)["terminationGracePeriodSeconds"] >= 30
+
+
+# --------------------------------------------------------------------------------------------
+# CloudNativePG
+
+
+@pytest.fixture(scope="module")
+def cluster(documents) -> dict[str, Any]:
+    [cluster] = of_kind(documents, "Cluster")
+    assert cluster["apiVersion"] == "postgresql.cnpg.io/v1"
+    return cluster
+
+
+def test_three_instances_with_synchronous_any_one_of_two_standbys(cluster):
+    spec = cluster["spec"]
+    assert spec["instances"] == 3  # a primary and two standbys
+    synchronous = spec["postgresql"]["synchronous"]
+    assert (synchronous["method"], synchronous["number"]) == ("any", 1)
+    assert synchronous.get("dataDurability", "required") == "required"
+    assert re.search(r":15(\.|$|-)", spec["imageName"]), "PostgreSQL 15"
+
+
+def test_pgbouncer_poolers_in_transaction_mode(documents, cluster):
+    poolers = of_kind(documents, "Pooler")
+    assert {p["spec"]["type"] for p in poolers} >= {"rw"}
+    for pooler in poolers:
+        assert pooler["apiVersion"] == "postgresql.cnpg.io/v1"
+        assert pooler["spec"]["cluster"]["name"] == cluster["metadata"]["name"]
+        assert pooler["spec"]["pgbouncer"]["poolMode"] == "transaction"
+        assert pooler["spec"]["instances"] >= 2
+
+
+def test_the_migration_connects_as_a_role_that_may_create_roles(documents, cluster):
+    """sql/bootstrap.sql creates nmc_owner, nmc_api and nmc_worker: the migrating user needs
+    CREATEROLE. CloudNativePG's app owner has none unless the cluster's managed roles give it."""
+    assert "CREATE ROLE" in (PROJECT_ROOT / "sql" / "bootstrap.sql").read_text()
+    owner = cluster["spec"]["bootstrap"]["initdb"]["owner"]
+    roles = {r["name"]: r for r in cluster["spec"].get("managed", {}).get("roles", [])}
+    assert roles.get(owner, {}).get("createrole") is True, f"{owner} cannot create roles"
+    [migrate] = of_kind(documents, "Job")
+    [container] = pod_spec(migrate)["containers"]
+    [url] = [e for e in container["env"] if e["name"] == "NMC_DATABASE_URL"]
+    # CloudNativePG keeps the owner's connection URI in the Secret `<cluster>-app`.
+    assert url["valueFrom"]["secretKeyRef"] == {
+        "name": cluster["metadata"]["name"] + "-app",
+        "key": "uri",
+    }
