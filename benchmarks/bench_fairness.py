@@ -51,7 +51,11 @@ from nmc.database import connection_url, with_overrides
 from nmc.embedded_db import EmbeddedCluster
 
 CLAIM = "SELECT taak_id, claim_epoch FROM nmc.claim_verzenden(%s, %s)"
-FINISH = "SELECT nmc.finish_verzenden(%s, %s, 'verzonden', %s)"
+# The worker group-commits its outcomes: one call for the batch (nmc.worker.verzenden).
+FINISH = (
+    "SELECT count(*) FROM nmc.finish_verzenden_batch(%s::bigint[], %s::integer[], %s::text[], "
+    "%s::uuid[])"
+)
 FAIR_SHARE_SLACK = 1.5  # rounding of shares and concurrent claimers: a little above the ideal
 
 # Per DV, from the rows the run left behind: when its first notification was accepted, when
@@ -81,8 +85,9 @@ ORDER BY d.dv_id
 
 
 def claim_and_finish(worker_url: str, owner: str, batch: int, start, stop, failures) -> None:
-    """One claimer: claim a batch, mark each task verzonden (as a worker does after NotifyNL
-    answered 201), repeat; an empty claim waits a little, as the worker's poll does."""
+    """One claimer: claim a batch, mark its tasks verzonden in one group commit (as a worker
+    does after NotifyNL answered 201), repeat; an empty claim waits a little, as the worker's
+    poll does."""
     try:
         with psycopg.connect(worker_url, autocommit=True) as conn:
             start.wait()
@@ -91,8 +96,10 @@ def claim_and_finish(worker_url: str, owner: str, batch: int, start, stop, failu
                 if not rows:
                     time.sleep(0.02)
                     continue
-                for taak_id, epoch in rows:
-                    conn.execute(FINISH, [taak_id, epoch, uuid.uuid4()])
+                ids, epochs = [r[0] for r in rows], [r[1] for r in rows]
+                conn.execute(
+                    FINISH, [ids, epochs, ["verzonden"] * len(ids), [uuid.uuid4() for _ in ids]]
+                )
     except Exception as error:  # reported by wait_until; a silent death would hang the run
         failures.append(error)
         start.abort()

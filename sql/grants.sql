@@ -38,11 +38,15 @@ GRANT EXECUTE ON FUNCTION nmc.snapshot_notificaties(integer, uuid, integer) TO n
 GRANT EXECUTE ON FUNCTION nmc.claim_taken(nmc.taak_soort, text, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.claim_verzenden(text, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.extend_lease(bigint, integer) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.extend_leases(bigint[], integer[]) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.finish_taak(bigint, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.finish_taken(bigint[], integer[]) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.defer_taak(bigint, integer, text) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.fail_taak(bigint, integer, text) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.finish_verzenden(bigint, integer, text, uuid, uuid) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.finish_verzenden_batch(
+    bigint[], integer[], text[], uuid[], uuid[]
+) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.process_receipts(integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.claim_navraag(text, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.finish_navraag(

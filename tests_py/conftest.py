@@ -3,6 +3,10 @@
 The server is the embedded cluster (`nmc db start`, left running for the next session)
 or the one NMC_DATABASE_URL names. Copying a template with `CREATE DATABASE … TEMPLATE …`
 is much faster than migrating a database for every test (procrastinate's conftest).
+
+The personal-data scan (privacy_scan.py) is installed for the whole session here: every
+test's outputs are scanned when it ends, each test database before it is dropped, and the
+run fails at the end when anything personal turned up.
 """
 
 import shutil
@@ -20,8 +24,42 @@ from nmc.config import Settings
 from nmc.database import connection_url, with_overrides
 from nmc.embedded_db import EmbeddedCluster
 from nmc.migrate import migrate
+from privacy_scan import SCAN, install, scan_database
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+_undo_privacy_hooks: list[Callable[[], None]] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _undo_privacy_hooks.append(install())
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    while _undo_privacy_hooks:
+        _undo_privacy_hooks.pop()()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    SCAN.begin(item.nodeid)
+    try:
+        return (yield)
+    finally:
+        SCAN.end()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    SCAN.end()
+    if SCAN.findings and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    terminalreporter.write_line(SCAN.summary())
+    if SCAN.findings:
+        terminalreporter.section("personal data in the NMC's outputs", red=True)
+        for finding in SCAN.findings:
+            terminalreporter.line(str(finding))
 
 
 @dataclass(frozen=True)
@@ -39,6 +77,7 @@ def nmc(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
         capsys.readouterr()
         exit_code = main(list(args))
         captured = capsys.readouterr()
+        SCAN.output(f"the output of `nmc {args[0] if args else ''}`", captured.out + captured.err)
         return CliResult(exit_code, captured.out, captured.err)
 
     return run
@@ -75,6 +114,7 @@ def create_database(admin_url: str) -> Iterator[Callable[..., str]]:
 
     yield create
     for name in created:
+        scan_database(with_overrides(admin_url, database=name))
         _drop_database(admin_url, name)
 
 

@@ -1,6 +1,6 @@
 -- The send claim: budget, and the claim as a transition under the row lock.
 BEGIN;
-SELECT plan(24);
+SELECT plan(29);
 \ir fixtures/setup.sql
 
 -- First send: aangenomen -> in-verzending with attempt 1.
@@ -178,6 +178,82 @@ SELECT is(
     (SELECT staat::text FROM nmc.taak WHERE notificatie_id = :'weg' AND soort = 'verzenden'),
     'done',
     'cancel closes the send task before any claim'
+);
+
+-- One claim, every path at once (set-based): a first send, a re-claim, a resend, one past
+-- geldig_tot and one with nothing to send.
+SELECT nmc.close_taak(id) FROM nmc.taak WHERE soort = 'verzenden' AND staat <> 'done';
+UPDATE nmc.berichttype SET notify_service = 'standaard';
+SELECT pg_temp.nieuwe_notificatie(p_dvref => 'mix-herclaim') AS mh \gset
+SELECT claim_epoch AS mh_epoch FROM nmc.claim_verzenden('w', 20) WHERE notificatie_id = :'mh' \gset
+SELECT pg_temp.nieuwe_notificatie(p_dvref => 'mix-resend') AS mr \gset
+SELECT
+    taak_id AS mr_taak,
+    claim_epoch AS mr_epoch
+FROM nmc.claim_verzenden('w', 20)
+WHERE notificatie_id = :'mr' \gset
+SELECT
+    nmc.finish_verzenden(:mr_taak, :mr_epoch, 'verzonden', 'e0e0e0e0-0000-4000-8000-000000000003');
+UPDATE nmc.poging SET status = 'tijdelijk-mislukt' WHERE notificatie_id = :'mr';
+INSERT INTO nmc.taak (soort, dv_id, notificatie_id, due, aangemaakt_op)
+VALUES ('verzenden', 1001, :'mr', nmc.now(), nmc.now());
+SELECT pg_temp.nieuwe_notificatie(p_dvref => 'mix-eerste') AS me \gset
+SELECT
+    pg_temp.nieuwe_notificatie(
+        p_dvref => 'mix-laat', p_geldig_tot => nmc.now() + interval '1 minute'
+    ) AS ml
+\gset
+SELECT pg_temp.nieuwe_notificatie(p_dvref => 'mix-bezorgd') AS mb \gset
+SELECT pg_temp.naar_status(:'mb', 'bezorgd');
+SELECT nmc.advance_clock('3 minutes');
+CREATE TEMP TABLE mix AS SELECT * FROM nmc.claim_verzenden('w', 20);
+SELECT set_eq(
+    'SELECT notificatie_id, herclaim, poging_nummer, claim_epoch, mag_verzenden FROM mix',
+    format(
+        $$VALUES (%L::uuid, false, 1::smallint, 1, true), (%L::uuid, true, 1::smallint, %s, true),
+                 (%L::uuid, false, 2::smallint, 1, true)$$,
+        :'me', :'mh', :mh_epoch + 1, :'mr'
+    ),
+    'one claim hands out the first send, the re-claim and the resend'
+);
+SELECT results_eq(
+    format(
+        $$SELECT status::text, reden::text, versie FROM nmc.notificatie
+          WHERE id IN (%L, %L, %L, %L, %L) ORDER BY dvref_hmac = pg_temp.b32('mix-eerste') DESC,
+          dvref_hmac = pg_temp.b32('mix-herclaim') DESC, dvref_hmac = pg_temp.b32('mix-resend') DESC,
+          dvref_hmac = pg_temp.b32('mix-laat') DESC$$,
+        :'me', :'mh', :'mr', :'ml', :'mb'
+    ),
+    $$VALUES ('in-verzending', NULL, 2), ('in-verzending', NULL, 2), ('verzonden', NULL, 4),
+             ('verlopen', 'verlopen', 2), ('bezorgd', NULL, 4)$$,
+    'first send, re-claim (no transition), resend, verlopen past geldig_tot, bezorgd untouched'
+);
+SELECT results_eq(
+    format(
+        $$SELECT notificatie_id, staat::text FROM nmc.taak WHERE soort = 'verzenden'
+          AND notificatie_id IN (%L, %L) ORDER BY notificatie_id = %L DESC$$,
+        :'ml', :'mb', :'ml'
+    ),
+    format($$VALUES (%L::uuid, 'done'), (%L::uuid, 'done')$$, :'ml', :'mb'),
+    'the tasks with nothing to send are closed in the same claim'
+);
+SELECT results_eq(
+    format(
+        $$SELECT count(*)::integer, count(DISTINCT cmin::text)::integer FROM nmc.event
+          WHERE notificatie_id IN (%L, %L, %L) AND tijdstip = nmc.now()$$,
+        :'me', :'mr', :'ml'
+    ),
+    $$VALUES (3, 1)$$,
+    'the batch''s three transitions are written by one statement of the single writer'
+);
+SELECT set_eq(
+    format(
+        $$SELECT p.id, p.notificatie_id, p.nummer, p.claim_epoch, p.status::text
+          FROM nmc.poging AS p WHERE p.notificatie_id IN (%L, %L, %L) AND p.status = 'gepland'$$,
+        :'me', :'mh', :'mr'
+    ),
+    'SELECT poging_id, notificatie_id, poging_nummer, claim_epoch, ''gepland'' FROM mix',
+    'each handed-out send has its gepland attempt carrying the claim''s epoch'
 );
 
 SELECT * FROM finish();

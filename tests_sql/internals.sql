@@ -42,7 +42,7 @@ SELECT is(
     'event_json carries the transition'
 );
 SELECT is(
-    (nmc.read_events(1001, '0', 0, 1000) -> 'events'),
+    (nmc.read_events(1001, '0', 0, 1000, 1, nmc.now()) -> 'events')::jsonb,
     '[]'::jsonb,
     'read_events does not serve this open transaction''s own event'
 );

@@ -3,7 +3,7 @@
 -- fixture writes events with small xids, as committed long ago (pytest covers real
 -- concurrency).
 BEGIN;
-SELECT plan(16);
+SELECT plan(17);
 \ir fixtures/setup.sql
 
 INSERT INTO nmc.event (notificatie_id, dv_id, sequence, van, naar, tijdstip, xid)
@@ -14,7 +14,7 @@ FROM generate_series(1, 30) AS i;
 
 CREATE FUNCTION pg_temp.pagina(p_dv integer, p_xid xid8, p_event bigint, p_limiet integer)
 RETURNS jsonb LANGUAGE sql AS $$
-    SELECT nmc.page_events(p_dv, 1, p_xid, p_event, nmc.now(), p_limiet)
+    SELECT nmc.page_events(p_dv, 1, p_xid, p_event, nmc.now(), p_limiet)::jsonb
 $$;
 
 SELECT pg_temp.pagina(1001, NULL, NULL, 5) AS p1 \gset
@@ -42,6 +42,14 @@ SELECT is(
     'a full page''s cursor is its last event'
 );
 SELECT is(((:'p1'::jsonb) ->> 'epoch')::integer, 1, 'the page names the cluster epoch');
+SELECT is(
+    (:'p1'::jsonb) -> 'events' -> 2,
+    (
+        SELECT nmc.event_json(e) FROM nmc.event AS e
+        WHERE e.event_id = ((:'p1'::jsonb) -> 'events' -> 2 ->> 'eventId')::bigint
+    ),
+    'each event has exactly the shape of nmc.event_json (read_events builds it inline)'
+);
 
 SELECT
     pg_temp.pagina(

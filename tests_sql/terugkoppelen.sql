@@ -1,6 +1,6 @@
 -- The webhook task: its own position, batches, 2xx is not an ack, backoff, pause, 410, resume.
 BEGIN;
-SELECT plan(17);
+SELECT plan(21);
 \ir fixtures/setup.sql
 
 UPDATE nmc.dienstverlener SET
@@ -22,9 +22,15 @@ FROM generate_series(1, 3) AS i;
 
 CREATE TEMP TABLE c1 AS SELECT * FROM nmc.claim_terugkoppelen('w', 5);
 SELECT results_eq(
-    $$SELECT webhook_url, jsonb_array_length(pagina -> 'events'), pagina ->> 'xid' FROM c1$$,
+    $$SELECT webhook_url, json_array_length(pagina -> 'events'), pagina ->> 'xid' FROM c1$$,
     $$VALUES ('https://dv.example/hook', 2, '12')$$,
     'the claim returns the URL and a batch of at most webhook_max_batch from the position'
+);
+SELECT results_eq(
+    $$SELECT (pagina ->> 'epoch')::integer, (pagina ->> 'uitgegevenOp')::timestamptz = nmc.now()
+      FROM c1$$,
+    $$VALUES (1, true)$$,
+    'the batch carries the epoch and the issue time, as a feed page does (for Nmc-Cursor)'
 );
 SELECT is(
     nmc.finish_terugkoppelen(
@@ -36,11 +42,31 @@ SELECT is(
 SELECT is((SELECT xid::text FROM nmc.webhookpositie), '12', 'to the batch''s last event');
 SELECT is_empty('SELECT * FROM nmc.bevestiging', 'and is not an acknowledgement');
 SELECT results_eq(
-    $$SELECT staat::text, due = nmc.now() + interval '2 seconds' FROM nmc.taak
-      WHERE soort = 'terugkoppelen'$$,
+    $$SELECT staat::text, due = nmc.now() FROM nmc.taak WHERE soort = 'terugkoppelen'$$,
     $$VALUES ('open', true)$$,
-    'the task looks again shortly'
+    'events still wait behind a full batch: the next batch is due at once'
 );
+CREATE TEMP TABLE c1b AS SELECT * FROM nmc.claim_terugkoppelen('w', 5);
+SELECT results_eq(
+    $$SELECT pagina -> 'events' -> 0 ->> 'xid', json_array_length(pagina -> 'events'),
+        (pagina ->> 'xid')::xid8 > '13'
+        AND (pagina ->> 'xid')::xid8 <= pg_snapshot_xmin(pg_current_snapshot()),
+        (pagina ->> 'eventId')::bigint
+      FROM c1b$$,
+    $$VALUES ('13', 1, true, 0::bigint)$$,
+    'the next batch continues after the delivered one; a short batch ends at the watermark'
+);
+SELECT nmc.finish_terugkoppelen(
+    (SELECT taak_id FROM c1b), (SELECT claim_epoch FROM c1b), 'geleverd',
+    ((SELECT pagina FROM c1b) ->> 'xid')::xid8, ((SELECT pagina FROM c1b) ->> 'eventId')::bigint
+);
+SELECT results_eq(
+    $$SELECT staat::text, due = nmc.now() + interval '2 seconds' FROM nmc.taak
+      WHERE soort = 'terugkoppelen' AND staat = 'open'$$,
+    $$VALUES ('open', true)$$,
+    'with nothing waiting the task looks again after webhook_interval'
+);
+CREATE TEMP TABLE positie AS SELECT xid, event_id FROM nmc.webhookpositie;
 
 -- Failures: backoff, then a pause after webhook_max_mislukt (3).
 CREATE FUNCTION pg_temp.faal() RETURNS text LANGUAGE plpgsql AS $$
@@ -51,7 +77,10 @@ BEGIN
     RETURN nmc.finish_terugkoppelen(v.taak_id, v.claim_epoch, 'mislukt');
 END $$;
 SELECT is(pg_temp.faal(), 'uitgesteld', 'a failed call backs off');
-SELECT is((SELECT xid::text FROM nmc.webhookpositie), '12', 'without moving the position');
+SELECT results_eq(
+    'SELECT xid, event_id FROM nmc.webhookpositie', 'SELECT xid, event_id FROM positie',
+    'without moving the position'
+);
 SELECT is(pg_temp.faal(), 'uitgesteld', 'a second failure backs off more');
 SELECT is(pg_temp.faal(), 'gepauzeerd', 'the third failure pauses the webhook');
 SELECT ok(
@@ -76,6 +105,16 @@ SELECT nmc.ensure_terugkoppelen();
 SELECT is_empty(
     $$SELECT 1 FROM nmc.taak WHERE soort = 'terugkoppelen' AND staat = 'open'$$,
     'no task is planned while it is disabled'
+);
+
+-- A webhook task of a DV that is no longer active (or lost its webhook) comes without a URL:
+-- the worker closes it instead of calling.
+SELECT nmc.resume_webhook(1001);
+UPDATE nmc.dienstverlener SET actief = FALSE WHERE dv_id = 1001;
+SELECT results_eq(
+    'SELECT webhook_url FROM nmc.claim_terugkoppelen(''w'', 5)',
+    $$VALUES (NULL::text)$$,
+    'an inactive DV''s task is claimed without its URL'
 );
 
 SELECT * FROM finish();

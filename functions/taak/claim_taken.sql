@@ -80,6 +80,46 @@ COMMENT ON FUNCTION nmc.extend_lease(bigint, integer) IS
 'Extends one task''s lease by settings.lease_duur from now, before an external call. '
 'NM011 when the epoch is stale. Returns the new lease end.';
 
+CREATE OR REPLACE FUNCTION nmc.extend_leases(p_taak_ids bigint[], p_claim_epochs integer[])
+RETURNS TABLE (item integer, lease_tot timestamptz)
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+-- A plan per call, made for the tables as they are: a cached generic plan made while a
+-- table was small (a fresh database) keeps scanning it whole as it grows, until the next
+-- ANALYZE. Planning is paid once per batch, not per item.
+SET plan_cache_mode = force_custom_plan
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_tot CONSTANT timestamptz := nmc.now() + (SELECT i.lease_duur FROM nmc.instellingen AS i);
+BEGIN
+    IF coalesce(pg_catalog.cardinality(p_taak_ids), 0)
+        <> coalesce(pg_catalog.cardinality(p_claim_epochs), 0) THEN
+        RAISE EXCEPTION 'p_taak_ids and p_claim_epochs differ in length' USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY
+    WITH verlengd AS (
+        UPDATE nmc.taak AS t
+        SET lease_tot = v_tot
+        FROM unnest(p_taak_ids, p_claim_epochs) AS u (id, epoch)
+        WHERE t.id = u.id AND t.staat = 'claimed' AND t.claim_epoch = u.epoch
+        RETURNING t.id, t.claim_epoch
+    )
+
+    SELECT u.i::integer, CASE WHEN v.id IS NOT NULL THEN v_tot END
+    FROM unnest(p_taak_ids, p_claim_epochs) WITH ORDINALITY AS u (id, epoch, i)
+    LEFT JOIN verlengd AS v ON u.id = v.id AND u.epoch = v.claim_epoch
+    ORDER BY u.i;
+END
+$$;
+COMMENT ON FUNCTION nmc.extend_leases(bigint[], integer[]) IS
+'nmc.extend_lease for many tasks in one statement (calls that start together): item i '
+'extends task p_taak_ids[i] held with epoch p_claim_epochs[i] by settings.lease_duur from '
+'now. Returns per item (1-based) the new lease end, or NULL when that epoch is stale (the '
+'task was taken over or closed; the others are extended all the same). 22023 when the '
+'arrays differ in length.';
+
 CREATE OR REPLACE FUNCTION nmc.finish_taak(p_taak_id bigint, p_claim_epoch integer)
 RETURNS void
 LANGUAGE plpgsql
@@ -114,14 +154,35 @@ COMMENT ON FUNCTION nmc.finish_taken(bigint[], integer[]) IS
 'Marks many claimed tasks done in one statement; a task whose epoch is stale is left '
 'alone. Returns the ids actually finished, so the caller sees which were fenced off.';
 
-CREATE OR REPLACE FUNCTION nmc.close_taak(p_taak_id bigint)
+CREATE OR REPLACE FUNCTION nmc.close_taken(p_taak_ids bigint[])
 RETURNS void
-LANGUAGE sql
+LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
+BEGIN
+    IF coalesce(pg_catalog.cardinality(p_taak_ids), 0) > 0 THEN
+        UPDATE nmc.taak AS t
+        SET staat = 'done', afgerond_op = nmc.now(), lease_eigenaar = NULL, lease_tot = NULL
+        WHERE t.id = ANY(p_taak_ids);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION nmc.close_taken(bigint[]) IS
+'Internal: marks tasks done and drops their leases in one statement (callers have checked '
+'the epochs). PL/pgSQL, so its plan is cached per session.';
+
+CREATE OR REPLACE FUNCTION nmc.close_taak(p_taak_id bigint)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
     UPDATE nmc.taak AS t
     SET staat = 'done', afgerond_op = nmc.now(), lease_eigenaar = NULL, lease_tot = NULL
-    WHERE t.id = p_taak_id
+    WHERE t.id = p_taak_id;
+END
 $$;
 COMMENT ON FUNCTION nmc.close_taak(bigint) IS
-'Internal: marks a task done and drops its lease (callers have checked the epoch).';
+'Internal: marks a task done and drops its lease (callers have checked the epoch); the '
+'one-task form of nmc.close_taken. PL/pgSQL, so its plan is cached per session (as a SQL '
+'function it was planned again on every call).';

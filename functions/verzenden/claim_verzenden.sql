@@ -12,6 +12,8 @@ RETURNS TABLE (
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+-- A plan per call, made for the tables as they are (see nmc.finish_verzenden_batch).
+SET plan_cache_mode = force_custom_plan
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -24,10 +26,12 @@ DECLARE
     v_budget record;
     v_toegekend integer;
     v_gekozen bigint [] := '{}';
-    v_taak nmc.taak;
-    v_notificatie nmc.notificatie;
-    v_poging nmc.poging;
-    v_herclaim boolean;
+    v_taken bigint [];
+    v_epochs integer [];
+    v_notificaties uuid [];
+    v_paden text [];
+    v_pogingen uuid [];
+    v_nummers smallint [];
 BEGIN
     SELECT
         coalesce(pg_catalog.array_agg(l.taak_id), '{}'),
@@ -63,78 +67,138 @@ BEGIN
         SELECT k.taak FROM unnest(v_k_taak, v_k_verzendbaar) AS k (taak, verzendbaar)
         WHERE NOT k.verzendbaar
     );
+    IF pg_catalog.cardinality(v_gekozen) = 0 THEN
+        RETURN;
+    END IF;
 
-    FOR v_taak IN
+    -- The claim itself: lease and a higher epoch for every chosen task.
+    WITH geclaimd AS (
         UPDATE nmc.taak AS t
         SET staat = 'claimed', lease_eigenaar = p_eigenaar, lease_tot = v_lease_tot,
             claim_epoch = t.claim_epoch + 1
         WHERE t.id = ANY(v_gekozen)
-        RETURNING t.*
-    LOOP
-        SELECT * INTO v_notificatie
-        FROM nmc.notificatie AS n WHERE n.id = v_taak.notificatie_id FOR UPDATE;
-        SELECT * INTO v_poging
-        FROM nmc.poging AS p WHERE p.notificatie_id = v_notificatie.id
-        ORDER BY p.nummer DESC LIMIT 1;
-        v_herclaim := false;
+        RETURNING t.id, t.claim_epoch, t.notificatie_id
+    )
 
-        IF v_notificatie.status = 'in-verzending'
-            OR (v_notificatie.status = 'verzonden' AND v_poging.status = 'gepland') THEN
-            -- Re-claim (an expired lease or a deferral): not a transition. Same attempt,
-            -- higher epoch; the worker asks NotifyNL by reference before sending again.
-            v_herclaim := true;
-            UPDATE nmc.poging AS p SET claim_epoch = v_taak.claim_epoch
-            WHERE p.id = v_poging.id
-            RETURNING p.* INTO v_poging;
-        ELSIF v_notificatie.status = 'aangenomen'
-            OR (v_notificatie.status = 'verzonden'
-                AND v_poging.status NOT IN ('verzonden', 'onbekend') AND v_poging.nummer < 2) THEN
-            IF v_nu > v_notificatie.geldig_tot THEN
-                PERFORM nmc.transition_notificatie(v_notificatie.id, 'verlopen', 'verlopen');
-                PERFORM nmc.close_taak(v_taak.id);
-                CONTINUE;
-            END IF;
-            -- First send (aangenomen -> in-verzending) or resend (verzonden -> verzonden),
-            -- each with a new attempt whose id is the NotifyNL reference.
-            PERFORM nmc.transition_notificatie(
-                v_notificatie.id,
-                CASE v_notificatie.status WHEN 'aangenomen' THEN 'in-verzending'
-                    ELSE 'verzonden' END::nmc.notificatie_status
-            );
-            INSERT INTO nmc.poging (id, notificatie_id, nummer, claim_epoch, aangemaakt_op)
-            VALUES (
-                gen_random_uuid(), v_notificatie.id, coalesce(v_poging.nummer, 0) + 1,
-                v_taak.claim_epoch, v_nu
-            )
-            RETURNING * INTO v_poging;
-        ELSE
-            -- Terminal, bezorgd, or an attempt still running: nothing to send.
-            PERFORM nmc.close_taak(v_taak.id);
-            CONTINUE;
-        END IF;
+    SELECT
+        pg_catalog.array_agg(g.id ORDER BY g.notificatie_id),
+        pg_catalog.array_agg(g.claim_epoch ORDER BY g.notificatie_id),
+        pg_catalog.array_agg(g.notificatie_id ORDER BY g.notificatie_id)
+    INTO v_taken, v_epochs, v_notificaties
+    FROM geclaimd AS g;
 
-        taak_id := v_taak.id;
-        claim_epoch := v_taak.claim_epoch;
-        notificatie_id := v_notificatie.id;
-        poging_id := v_poging.id;
-        poging_nummer := v_poging.nummer;
-        herclaim := v_herclaim;
-        mag_verzenden := v_nu <= v_notificatie.geldig_tot;
-        dv_id := v_notificatie.dv_id;
-        SELECT d.naam INTO dv_naam FROM nmc.dienstverlener AS d WHERE d.dv_id = v_notificatie.dv_id;
-        dienst := v_notificatie.dienst;
-        regie := v_notificatie.regie;
-        berichttype := v_notificatie.berichttype;
-        SELECT b.notifynl_template_id, b.notify_service INTO notifynl_template_id, notify_service
-        FROM nmc.berichttype AS b
-        WHERE b.dv_id = v_notificatie.dv_id AND b.code = v_notificatie.berichttype;
-        ontvanger_versleuteld := v_notificatie.ontvanger_versleuteld;
-        gegevens_versleuteld := v_notificatie.gegevens_versleuteld;
-        sleutel_gewrapt := v_notificatie.sleutel_gewrapt;
-        kek_id := v_notificatie.kek_id;
-        trace_id := v_notificatie.trace_id;
-        RETURN NEXT;
-    END LOOP;
+    -- The notifications' row locks, all together and in id order, before any decision:
+    -- cancel, claim and a late receipt share these locks.
+    PERFORM 1 FROM (
+        SELECT n.id FROM nmc.notificatie AS n
+        WHERE n.id = ANY(v_notificaties)
+        ORDER BY n.id
+        FOR UPDATE
+    ) AS n;
+
+    -- Per task, under the lock (this statement sees what the lock holders wrote):
+    -- herclaim: in-verzending, or a resend attempt still gepland: a re-claim (an expired
+    --   lease or a deferral), not a transition: same attempt, higher epoch; the worker asks
+    --   NotifyNL by reference before sending again;
+    -- eerste / opnieuw: first send (aangenomen -> in-verzending) or resend (verzonden ->
+    --   verzonden), each with a new attempt whose id is the NotifyNL reference;
+    -- verlopen: such a send past geldig_tot; sluiten: terminal, bezorgd, or an attempt still
+    --   running: nothing to send, the task is closed.
+    SELECT
+        pg_catalog.array_agg(k.pad ORDER BY k.i),
+        pg_catalog.array_agg(
+            CASE k.pad WHEN 'herclaim' THEN k.poging_id
+                WHEN 'eerste' THEN gen_random_uuid() WHEN 'opnieuw' THEN gen_random_uuid() END
+            ORDER BY k.i
+        ),
+        pg_catalog.array_agg(
+            CASE k.pad WHEN 'herclaim' THEN k.nummer
+                WHEN 'eerste' THEN (coalesce(k.nummer, 0) + 1)::smallint
+                WHEN 'opnieuw' THEN (coalesce(k.nummer, 0) + 1)::smallint END
+            ORDER BY k.i
+        )
+    INTO v_paden, v_pogingen, v_nummers
+    FROM (
+        SELECT
+            u.i,
+            p.id AS poging_id,
+            p.nummer,
+            CASE
+                WHEN n.status = 'in-verzending' OR (n.status = 'verzonden' AND p.status = 'gepland')
+                    THEN 'herclaim'
+                WHEN n.status = 'aangenomen'
+                    OR (
+                        n.status = 'verzonden' AND p.status NOT IN ('verzonden', 'onbekend')
+                        AND p.nummer < 2
+                    )
+                    THEN CASE
+                        WHEN v_nu > n.geldig_tot THEN 'verlopen'
+                        WHEN n.status = 'aangenomen' THEN 'eerste'
+                        ELSE 'opnieuw'
+                    END
+                ELSE 'sluiten'
+            END AS pad
+        FROM unnest(v_notificaties) WITH ORDINALITY AS u (notificatie_id, i)
+        INNER JOIN nmc.notificatie AS n ON u.notificatie_id = n.id
+        LEFT JOIN LATERAL (
+            SELECT p.id, p.nummer, p.status FROM nmc.poging AS p
+            WHERE p.notificatie_id = n.id
+            ORDER BY p.nummer DESC LIMIT 1
+        ) AS p ON true
+    ) AS k;
+
+    -- The transitions of the whole batch in one call of the single writer.
+    PERFORM 1 FROM nmc.transition_notificaties(
+        ARRAY(
+            SELECT u.id FROM unnest(v_notificaties, v_paden) AS u (id, pad)
+            WHERE u.pad IN ('eerste', 'opnieuw', 'verlopen')
+        ),
+        ARRAY(
+            SELECT CASE u.pad WHEN 'eerste' THEN 'in-verzending' WHEN 'opnieuw' THEN 'verzonden'
+                ELSE 'verlopen' END::nmc.notificatie_status
+            FROM unnest(v_paden) AS u (pad)
+            WHERE u.pad IN ('eerste', 'opnieuw', 'verlopen')
+        ),
+        ARRAY(
+            SELECT CASE u.pad WHEN 'verlopen' THEN 'verlopen' END::nmc.reden
+            FROM unnest(v_paden) AS u (pad)
+            WHERE u.pad IN ('eerste', 'opnieuw', 'verlopen')
+        )
+    );
+
+    -- Re-claims: the attempt carries the new epoch.
+    UPDATE nmc.poging AS p SET claim_epoch = u.epoch
+    FROM unnest(v_pogingen, v_epochs, v_paden) AS u (id, epoch, pad)
+    WHERE p.id = u.id AND u.pad = 'herclaim';
+
+    -- New attempts, one per first send or resend.
+    INSERT INTO nmc.poging (id, notificatie_id, nummer, claim_epoch, aangemaakt_op)
+    SELECT u.id, u.notificatie_id, u.nummer, u.epoch, v_nu
+    FROM unnest(v_pogingen, v_notificaties, v_nummers, v_epochs, v_paden) AS u (
+        id, notificatie_id, nummer, epoch, pad
+    )
+    WHERE u.pad IN ('eerste', 'opnieuw');
+
+    -- Nothing to send: the task is done.
+    PERFORM nmc.close_taken(ARRAY(
+        SELECT u.taak FROM unnest(v_taken, v_paden) AS u (taak, pad)
+        WHERE u.pad IN ('verlopen', 'sluiten')
+    ));
+
+    RETURN QUERY
+    SELECT
+        u.taak, u.epoch, n.id, u.poging, u.nummer, u.pad = 'herclaim', v_nu <= n.geldig_tot,
+        n.dv_id, d.naam, n.dienst, n.regie, n.berichttype, b.notifynl_template_id,
+        b.notify_service, n.ontvanger_versleuteld, n.gegevens_versleuteld, n.sleutel_gewrapt,
+        n.kek_id, n.trace_id
+    FROM unnest(v_taken, v_epochs, v_notificaties, v_paden, v_pogingen, v_nummers) AS u (
+        taak, epoch, notificatie_id, pad, poging, nummer
+    )
+    INNER JOIN nmc.notificatie AS n ON u.notificatie_id = n.id
+    INNER JOIN nmc.dienstverlener AS d ON n.dv_id = d.dv_id
+    INNER JOIN nmc.berichttype AS b ON n.dv_id = b.dv_id AND n.berichttype = b.code
+    WHERE u.pad IN ('herclaim', 'eerste', 'opnieuw')
+    ORDER BY u.taak;
 END
 $$;
 COMMENT ON FUNCTION nmc.claim_verzenden(text, integer) IS
@@ -144,4 +208,6 @@ COMMENT ON FUNCTION nmc.claim_verzenden(text, integer) IS
 'resend verzonden -> verzonden with attempt 2; past geldig_tot -> verlopen; terminal, '
 'bezorgd or a running attempt -> the task is closed without sending; in-verzending (or a '
 'resend attempt still gepland) is a re-claim of the same attempt (herclaim: look it up '
-'by reference first). Returns what the worker needs to send, ciphertext included.';
+'by reference first). Set-based: the batch''s notifications are locked together (id '
+'order), its transitions are one call of nmc.transition_notificaties and its new attempts '
+'one INSERT. Returns what the worker needs to send, ciphertext included.';

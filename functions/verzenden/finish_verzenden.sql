@@ -1,6 +1,240 @@
 -- The commit after the send call (SPEC §5): fenced by the claim epoch, under the
 -- notification's row lock, through the single writer.
 
+CREATE OR REPLACE FUNCTION nmc.finish_verzenden_batch(
+    p_taak_ids bigint[],
+    p_claim_epochs integer[],
+    p_uitkomsten text[],
+    p_notifynl_ids uuid[] DEFAULT NULL,
+    p_contactgegeven_ids uuid[] DEFAULT NULL
+)
+RETURNS TABLE (item integer, status nmc.notificatie_status, fout text)
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+-- A plan per call, made for the tables as they are: a cached generic plan made while a
+-- table was small (a fresh database) keeps scanning it whole as it grows, until the next
+-- ANALYZE. Planning is paid once per batch, not per item.
+SET plan_cache_mode = force_custom_plan
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_nu CONSTANT timestamptz := nmc.now();
+    v_aantal CONSTANT integer := coalesce(pg_catalog.cardinality(p_taak_ids), 0);
+    v_notificaties uuid [];
+    v_fouten text [];
+    v_pogingen uuid [];
+    v_gepland boolean [];
+    v_naar nmc.notificatie_status [];
+    v_redenen nmc.reden [];
+BEGIN
+    IF coalesce(pg_catalog.cardinality(p_claim_epochs), 0) <> v_aantal
+        OR coalesce(pg_catalog.cardinality(p_uitkomsten), 0) <> v_aantal
+        OR coalesce(pg_catalog.cardinality(p_notifynl_ids), v_aantal) <> v_aantal
+        OR coalesce(pg_catalog.cardinality(p_contactgegeven_ids), v_aantal) <> v_aantal THEN
+        RAISE EXCEPTION 'the arrays differ in length' USING ERRCODE = '22023';
+    END IF;
+    IF v_aantal = 0 THEN
+        RETURN;
+    END IF;
+
+    -- 1. Fencing, per item: the task is locked (id order) and held only while it is claimed
+    -- with exactly this epoch (NM011 otherwise). A task named twice is held by its first
+    -- item alone: after that item's commit it is closed.
+    SELECT
+        pg_catalog.array_agg(CASE WHEN k.vastgehouden THEN k.notificatie_id END ORDER BY k.i),
+        pg_catalog.array_agg(
+            CASE
+                WHEN NOT k.vastgehouden THEN 'NM011'
+                WHEN k.notificatie_id IS NULL THEN 'NM005'
+            END
+            ORDER BY k.i
+        )
+    INTO v_notificaties, v_fouten
+    FROM (
+        SELECT
+            u.i,
+            t.notificatie_id,
+            coalesce(
+                t.staat = 'claimed' AND t.claim_epoch = u.epoch
+                AND pg_catalog.row_number() OVER (PARTITION BY u.id ORDER BY u.i) = 1,
+                false
+            ) AS vastgehouden
+        FROM unnest(p_taak_ids, p_claim_epochs) WITH ORDINALITY AS u (id, epoch, i)
+        LEFT JOIN (
+            SELECT t.id, t.staat, t.claim_epoch, t.notificatie_id
+            FROM nmc.taak AS t
+            WHERE t.id = ANY(p_taak_ids)
+            ORDER BY t.id
+            FOR UPDATE
+        ) AS t ON u.id = t.id
+    ) AS k;
+
+    -- 2. The row locks of the notifications and their attempts (id order), before reading.
+    PERFORM 1 FROM (
+        SELECT n.id FROM nmc.notificatie AS n
+        WHERE n.id = ANY(v_notificaties)
+        ORDER BY n.id
+        FOR UPDATE
+    ) AS n;
+    -- (An index probe per notification, whatever the statistics say; the notifications'
+    -- locks already order everyone who writes their attempts.)
+    PERFORM 1
+    FROM unnest(v_notificaties) AS u (id),
+        LATERAL (
+            SELECT p.id FROM nmc.poging AS p
+            WHERE p.notificatie_id = u.id
+            ORDER BY p.nummer
+            FOR UPDATE
+        ) AS p;
+
+    -- 3. Per item, under those locks: the refusals of the single commit (22023 an unknown
+    -- outcome or a sent attempt without its NotifyNL id; NM014 verlopen before geldig_tot;
+    -- NM001 a transition the notification no longer allows), and the transition to make.
+    SELECT
+        pg_catalog.array_agg(
+            coalesce(k.fout, CASE
+                WHEN k.uitkomst IS NULL
+                    OR k.uitkomst NOT IN (
+                        'verzonden', 'ongeldig-adres', 'geen-contactgegevens', 'verlopen'
+                    )
+                    THEN '22023'
+                WHEN k.uitkomst = 'verzonden' AND k.notifynl_id IS NULL THEN '22023'
+                WHEN k.uitkomst = 'verlopen' AND v_nu <= k.geldig_tot THEN 'NM014'
+                WHEN k.naar IS NOT NULL AND NOT nmc.transition_allowed(k.van, k.naar)
+                    THEN 'NM001'
+            END)
+            ORDER BY k.i
+        ),
+        pg_catalog.array_agg(k.poging_id ORDER BY k.i),
+        pg_catalog.array_agg(k.poging_status = 'gepland' ORDER BY k.i),
+        pg_catalog.array_agg(k.naar ORDER BY k.i),
+        pg_catalog.array_agg(k.reden ORDER BY k.i)
+    INTO v_fouten, v_pogingen, v_gepland, v_naar, v_redenen
+    FROM (
+        SELECT
+            u.i,
+            u.fout,
+            u.uitkomst,
+            u.notifynl_id,
+            n.status AS van,
+            n.geldig_tot,
+            p.id AS poging_id,
+            p.status AS poging_status,
+            CASE u.uitkomst
+                -- A receipt may have made this transition on the worker's behalf already;
+                -- a resend (verzonden) only records its attempt.
+                WHEN 'verzonden' THEN
+                    CASE WHEN n.status = 'in-verzending' THEN 'verzonden' END
+                WHEN 'ongeldig-adres' THEN 'niet-bezorgbaar'
+                WHEN 'geen-contactgegevens' THEN 'niet-bezorgbaar'
+                WHEN 'verlopen' THEN 'verlopen'
+            END::nmc.notificatie_status AS naar,
+            CASE u.uitkomst
+                WHEN 'ongeldig-adres' THEN 'onbereikbaar'
+                WHEN 'geen-contactgegevens' THEN 'geen-contactgegevens'
+                WHEN 'verlopen' THEN 'verlopen'
+            END::nmc.reden AS reden
+        FROM unnest(v_notificaties, v_fouten, p_uitkomsten, p_notifynl_ids)
+            WITH ORDINALITY AS u (notificatie_id, fout, uitkomst, notifynl_id, i)
+        LEFT JOIN nmc.notificatie AS n ON u.notificatie_id = n.id
+        LEFT JOIN LATERAL (
+            SELECT p.id, p.status FROM nmc.poging AS p
+            WHERE p.notificatie_id = n.id
+            ORDER BY p.nummer DESC LIMIT 1
+        ) AS p ON true
+    ) AS k;
+
+    -- 4. The commits of every item without a refusal, each kind of write once.
+    -- 201 (or found by reference): the attempt takes the NotifyNL id, or keeps another id
+    -- as a duplicate (a receipt came first, or an earlier call did reach NotifyNL).
+    -- 400: the address can never work for this attempt.
+    UPDATE nmc.poging AS p
+    SET notifynl_id = CASE
+            WHEN u.uitkomst = 'verzonden' THEN coalesce(p.notifynl_id, u.notifynl_id)
+            ELSE p.notifynl_id
+        END,
+        duplicaat_ids = CASE
+            WHEN u.uitkomst <> 'verzonden' OR p.notifynl_id IS NULL
+                OR p.notifynl_id = u.notifynl_id OR u.notifynl_id = ANY(p.duplicaat_ids)
+                THEN p.duplicaat_ids
+            ELSE p.duplicaat_ids || u.notifynl_id
+        END,
+        status = CASE
+            WHEN u.uitkomst = 'ongeldig-adres' THEN 'permanent-mislukt'::nmc.poging_status
+            WHEN p.status = 'gepland' THEN 'verzonden'::nmc.poging_status
+            ELSE p.status
+        END,
+        verzonden_op = CASE
+            WHEN u.uitkomst = 'verzonden' THEN coalesce(p.verzonden_op, v_nu)
+            ELSE p.verzonden_op
+        END,
+        afgerond_op = CASE WHEN u.uitkomst = 'ongeldig-adres' THEN v_nu ELSE p.afgerond_op END,
+        contactgegeven_id = coalesce(u.contactgegeven_id, p.contactgegeven_id)
+    FROM unnest(v_pogingen, v_fouten, p_uitkomsten, p_notifynl_ids, p_contactgegeven_ids)
+        AS u (poging_id, fout, uitkomst, notifynl_id, contactgegeven_id)
+    WHERE p.id = u.poging_id AND u.fout IS NULL
+        AND u.uitkomst IN ('verzonden', 'ongeldig-adres');
+
+    -- No e-mail address (Profielservice), or nothing found after geldig_tot: the attempt
+    -- that was never made goes.
+    DELETE FROM nmc.poging AS p
+    USING unnest(v_pogingen, v_fouten, p_uitkomsten) AS u (poging_id, fout, uitkomst)
+    WHERE p.id = u.poging_id AND u.fout IS NULL AND p.status = 'gepland'
+        AND u.uitkomst IN ('geen-contactgegevens', 'verlopen');
+
+    PERFORM 1 FROM nmc.transition_notificaties(
+        ARRAY(
+            SELECT u.id FROM unnest(v_notificaties, v_fouten, v_naar) AS u (id, fout, naar)
+            WHERE u.fout IS NULL AND u.naar IS NOT NULL
+        ),
+        ARRAY(
+            SELECT u.naar FROM unnest(v_fouten, v_naar) AS u (fout, naar)
+            WHERE u.fout IS NULL AND u.naar IS NOT NULL
+        ),
+        ARRAY(
+            SELECT u.reden FROM unnest(v_fouten, v_naar, v_redenen) AS u (fout, naar, reden)
+            WHERE u.fout IS NULL AND u.naar IS NOT NULL
+        )
+    );
+
+    -- Reconciliation asks NotifyNL after an hour if no receipt came.
+    INSERT INTO nmc.taak (soort, dv_id, notificatie_id, poging_id, due, trace_id, aangemaakt_op)
+    SELECT 'reconciliëren', n.dv_id, n.id, u.poging_id, v_nu + INTERVAL '1 hour', n.trace_id, v_nu
+    FROM unnest(v_notificaties, v_pogingen, v_fouten, v_gepland, p_uitkomsten) AS u (
+        notificatie_id, poging_id, fout, gepland, uitkomst
+    )
+    INNER JOIN nmc.notificatie AS n ON u.notificatie_id = n.id
+    WHERE u.fout IS NULL AND u.uitkomst = 'verzonden' AND u.gepland
+    ON CONFLICT (poging_id)
+    WHERE staat IN ('open', 'claimed') AND soort = 'reconciliëren'
+    DO NOTHING;
+
+    PERFORM nmc.close_taken(ARRAY(
+        SELECT u.id FROM unnest(p_taak_ids, v_fouten) AS u (id, fout) WHERE u.fout IS NULL
+    ));
+
+    RETURN QUERY
+    SELECT u.i::integer, n.status, u.fout
+    FROM unnest(v_notificaties, v_fouten) WITH ORDINALITY AS u (notificatie_id, fout, i)
+    LEFT JOIN nmc.notificatie AS n ON u.notificatie_id = n.id
+    ORDER BY u.i;
+END
+$$;
+COMMENT ON FUNCTION nmc.finish_verzenden_batch(bigint[], integer[], text[], uuid[], uuid[])
+IS
+'Commits the outcomes of many send tasks in one transaction (the worker''s group commit): '
+'item i is task p_taak_ids[i] with epoch p_claim_epochs[i], outcome p_uitkomsten[i] and '
+'its NotifyNL and contactgegeven ids, with the meaning of nmc.finish_verzenden. Every item '
+'is judged on its own: a refused item changes nothing and the others still commit. '
+'Returns per item (1-based) the notification''s status after the call and fout, the '
+'SQLSTATE of a refusal: NM011 stale epoch (also a task named twice, after its first '
+'item), 22023 unknown outcome or verzonden without NotifyNL id, NM014 verlopen before '
+'geldig_tot, NM001 a transition the notification no longer allows, NM005 no '
+'notification. Arrays of different length refuse the whole call (22023). Locks tasks, '
+'then notifications, then attempts, each in id order; the transitions go through '
+'nmc.transition_notificaties in one call.';
+
 CREATE OR REPLACE FUNCTION nmc.finish_verzenden(
     p_taak_id bigint,
     p_claim_epoch integer,
@@ -14,78 +248,34 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_nu CONSTANT timestamptz := nmc.now();
-    v_taak nmc.taak := nmc.lock_claimed_taak(p_taak_id, p_claim_epoch);
-    v_notificatie nmc.notificatie;
-    v_poging nmc.poging;
+    v_status nmc.notificatie_status;
+    v_fout text;
 BEGIN
-    SELECT * INTO v_notificatie
-    FROM nmc.notificatie AS n WHERE n.id = v_taak.notificatie_id FOR UPDATE;
-    SELECT * INTO v_poging
-    FROM nmc.poging AS p WHERE p.notificatie_id = v_notificatie.id
-    ORDER BY p.nummer DESC LIMIT 1
-    FOR UPDATE;
-
-    CASE p_uitkomst
-        WHEN 'verzonden' THEN
-            IF p_notifynl_id IS NULL THEN
+    SELECT r.status, r.fout INTO v_status, v_fout
+    FROM nmc.finish_verzenden_batch(
+        ARRAY[p_taak_id], ARRAY[p_claim_epoch], ARRAY[p_uitkomst], ARRAY[p_notifynl_id],
+        ARRAY[p_contactgegeven_id]
+    ) AS r;
+    CASE v_fout
+        WHEN 'NM011' THEN
+            RAISE EXCEPTION 'stale claim: task % is no longer held with epoch %',
+                p_taak_id, p_claim_epoch
+                USING ERRCODE = 'NM011';
+        WHEN 'NM014' THEN
+            RAISE EXCEPTION 'geldig_tot has not passed; send instead' USING ERRCODE = 'NM014';
+        WHEN 'NM001' THEN
+            RAISE EXCEPTION 'the outcome % is not allowed from status %', p_uitkomst, v_status
+                USING ERRCODE = 'NM001', DETAIL = v_status::text;
+        WHEN 'NM005' THEN
+            RAISE EXCEPTION 'notificatie not found' USING ERRCODE = 'NM005';
+        WHEN '22023' THEN
+            IF p_uitkomst = 'verzonden' THEN
                 RAISE EXCEPTION 'a sent attempt needs its NotifyNL id' USING ERRCODE = '22023';
             END IF;
-            -- A receipt may have come first and recorded the id (and the transition) on
-            -- the worker's behalf; another id for the same attempt is a duplicate.
-            UPDATE nmc.poging AS p
-            SET notifynl_id = coalesce(p.notifynl_id, p_notifynl_id),
-                duplicaat_ids = CASE
-                    WHEN p.notifynl_id IS NULL OR p.notifynl_id = p_notifynl_id
-                        OR p_notifynl_id = ANY(p.duplicaat_ids) THEN p.duplicaat_ids
-                    ELSE p.duplicaat_ids || p_notifynl_id
-                END,
-                status = CASE WHEN p.status = 'gepland' THEN 'verzonden' ELSE p.status END,
-                verzonden_op = coalesce(p.verzonden_op, v_nu),
-                contactgegeven_id = coalesce(p_contactgegeven_id, p.contactgegeven_id)
-            WHERE p.id = v_poging.id;
-            IF v_notificatie.status = 'in-verzending' THEN
-                PERFORM nmc.transition_notificatie(v_notificatie.id, 'verzonden');
-            END IF;
-            -- Reconciliation asks NotifyNL after an hour if no receipt came.
-            IF v_poging.status = 'gepland' THEN
-                INSERT INTO nmc.taak (
-                    soort, dv_id, notificatie_id, poging_id, due, trace_id, aangemaakt_op
-                )
-                VALUES (
-                    'reconciliëren', v_notificatie.dv_id, v_notificatie.id, v_poging.id,
-                    v_nu + INTERVAL '1 hour', v_notificatie.trace_id, v_nu
-                )
-                ON CONFLICT (poging_id)
-                WHERE staat IN ('open', 'claimed') AND soort = 'reconciliëren'
-                DO NOTHING;
-            END IF;
-        WHEN 'ongeldig-adres' THEN
-            -- NotifyNL refused the address (400): this attempt can never succeed.
-            UPDATE nmc.poging AS p
-            SET status = 'permanent-mislukt', afgerond_op = v_nu,
-                contactgegeven_id = coalesce(p_contactgegeven_id, p.contactgegeven_id)
-            WHERE p.id = v_poging.id;
-            PERFORM nmc.transition_notificatie(v_notificatie.id, 'niet-bezorgbaar', 'onbereikbaar');
-        WHEN 'geen-contactgegevens' THEN
-            -- The Profielservice knows no party or no e-mail: no attempt was made.
-            DELETE FROM nmc.poging AS p WHERE p.id = v_poging.id AND p.status = 'gepland';
-            PERFORM nmc.transition_notificatie(
-                v_notificatie.id, 'niet-bezorgbaar', 'geen-contactgegevens'
-            );
-        WHEN 'verlopen' THEN
-            -- A re-claim found nothing at NotifyNL and geldig_tot has passed.
-            IF v_nu <= v_notificatie.geldig_tot THEN
-                RAISE EXCEPTION 'geldig_tot has not passed; send instead' USING ERRCODE = 'NM014';
-            END IF;
-            DELETE FROM nmc.poging AS p WHERE p.id = v_poging.id AND p.status = 'gepland';
-            PERFORM nmc.transition_notificatie(v_notificatie.id, 'verlopen', 'verlopen');
-        ELSE
             RAISE EXCEPTION 'unknown send outcome %', p_uitkomst USING ERRCODE = '22023';
+        ELSE
+            RETURN v_status;
     END CASE;
-
-    PERFORM nmc.close_taak(p_taak_id);
-    RETURN (SELECT n.status FROM nmc.notificatie AS n WHERE n.id = v_notificatie.id);
 END
 $$;
 COMMENT ON FUNCTION nmc.finish_verzenden(bigint, integer, text, uuid, uuid) IS
@@ -94,4 +284,5 @@ COMMENT ON FUNCTION nmc.finish_verzenden(bigint, integer, text, uuid, uuid) IS
 'NotifyNL id, in-verzending -> verzonden, a resend only records the attempt, and a '
 'reconcile task is planned +1 h), ongeldig-adres (NotifyNL 400: niet-bezorgbaar, '
 'onbereikbaar), geen-contactgegevens (Profielservice: niet-bezorgbaar), verlopen (a '
-'re-claim that found nothing after geldig_tot). Closes the task; returns the status.';
+'re-claim that found nothing after geldig_tot; NM014 before it). Closes the task; returns '
+'the status. The one-item form of nmc.finish_verzenden_batch, whose refusal it raises.';

@@ -39,26 +39,35 @@ COMMENT ON FUNCTION nmc.ensure_terugkoppelen() IS
 'terugkoppelen task; idempotent (workers call it periodically). Returns how many tasks it '
 'planned.';
 
+-- The page became json (see functions/feed/page_events.sql): the old form goes first.
+DROP FUNCTION IF EXISTS nmc.claim_terugkoppelen(text, integer);
+
 CREATE OR REPLACE FUNCTION nmc.claim_terugkoppelen(p_eigenaar text, p_batch integer DEFAULT 5)
 RETURNS TABLE (
     taak_id bigint, claim_epoch integer, dv_id integer, webhook_url text, epoch integer,
-    pagina jsonb
+    pagina json
 )
 LANGUAGE sql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT
-        c.taak_id, c.claim_epoch, c.dv_id, d.webhook_url, w.epoch,
-        nmc.read_events(d.dv_id, w.xid, w.event_id, d.webhook_max_batch)
+        c.taak_id, c.claim_epoch, c.dv_id,
+        -- No URL for a DV that was deactivated or lost its webhook: the worker closes the task.
+        CASE WHEN d.actief THEN d.webhook_url END,
+        w.epoch,
+        -- The shape of a feed page (nmc.page_events), so the worker seals the same cursor.
+        nmc.read_events(d.dv_id, w.xid, w.event_id, d.webhook_max_batch, w.epoch, nmc.now())
     FROM nmc.claim_taken('terugkoppelen', p_eigenaar, p_batch) AS c
     INNER JOIN nmc.dienstverlener AS d ON d.dv_id = c.dv_id
     INNER JOIN nmc.webhookpositie AS w ON w.dv_id = c.dv_id
 $$;
 COMMENT ON FUNCTION nmc.claim_terugkoppelen(text, integer) IS
-'Claims DVs'' webhook tasks and returns for each the URL and the next batch of events '
-'from its delivery position (at most webhook_max_batch, below the watermark), with the '
-'position after the batch. An empty batch only moves the position up to the watermark.';
+'Claims DVs'' webhook tasks and returns for each the URL (NULL when the DV is inactive or '
+'has no webhook: close the task) and the next batch of events from its delivery position '
+'(at most webhook_max_batch, below the watermark) as a feed page: {events, xid, eventId, '
+'epoch, uitgegevenOp}, the position after the batch. An empty batch only moves the '
+'position up to the watermark.';
 
 CREATE OR REPLACE FUNCTION nmc.finish_terugkoppelen(
     p_taak_id bigint,
@@ -79,6 +88,7 @@ DECLARE
     v_w nmc.webhookpositie;
     v_max integer;
     v_pauze interval;
+    v_meer boolean;
 BEGIN
     SELECT * INTO v_instelling FROM nmc.instellingen;
     SELECT * INTO v_w FROM nmc.webhookpositie AS w WHERE w.dv_id = v_taak.dv_id FOR UPDATE;
@@ -91,8 +101,18 @@ BEGIN
         SET xid = p_xid, event_id = p_event_id, mislukt = 0, gepauzeerd_tot = NULL,
             bijgewerkt_op = v_nu
         WHERE w.dv_id = v_taak.dv_id AND (w.xid, w.event_id) <= (p_xid, p_event_id);
+        -- Events still waiting behind a full batch go out at once; a backlog is not drained
+        -- one batch per webhook_interval.
+        v_meer := EXISTS (
+            SELECT 1 FROM nmc.event AS e
+            WHERE e.dv_id = v_taak.dv_id
+                AND e.xid >= p_xid
+                AND (e.xid, e.event_id) > (p_xid, p_event_id)
+                AND e.xid < pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())
+        );
         UPDATE nmc.taak AS t
-        SET staat = 'open', due = v_nu + v_instelling.webhook_interval,
+        SET staat = 'open',
+            due = CASE WHEN v_meer THEN v_nu ELSE v_nu + v_instelling.webhook_interval END,
             lease_eigenaar = NULL, lease_tot = NULL, uitstellen = 0
         WHERE t.id = p_taak_id;
         RETURN 'geleverd';
@@ -127,10 +147,11 @@ END
 $$;
 COMMENT ON FUNCTION nmc.finish_terugkoppelen(bigint, integer, text, xid8, bigint) IS
 'Commits one webhook call (fenced by epoch). geleverd: the delivery position moves to '
-'(p_xid, p_event_id) (forward only; not an acknowledgement) and the task looks again '
-'after webhook_interval. mislukt: backoff; from the DV''s webhook_max_mislukt failures '
-'on the webhook pauses, the pause doubling up to webhook_pauze_max. weg (410 from the '
-'DV): the webhook is disabled until resumed.';
+'(p_xid, p_event_id) (forward only; not an acknowledgement) and the task is due at once '
+'when events wait below the watermark after it, else after webhook_interval. mislukt: '
+'backoff; from the DV''s webhook_max_mislukt failures on the webhook pauses, the pause '
+'doubling up to webhook_pauze_max. weg (410 from the DV): the webhook is disabled until '
+'resumed.';
 
 CREATE OR REPLACE FUNCTION nmc.resume_webhook(p_dv_id integer)
 RETURNS text

@@ -144,8 +144,7 @@ def admin_keys_init(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def worker_command(args: argparse.Namespace, settings: Settings) -> int:
-    import asyncio
-
+    from nmc import aio
     from nmc.worker import config as worker_config
     from nmc.worker import logs
     from nmc.worker.loop import main as run_worker
@@ -156,9 +155,11 @@ def worker_command(args: argparse.Namespace, settings: Settings) -> int:
         batch=args.batch,
         concurrency=args.concurrency,
         poll_interval=args.poll_interval,
+        metrics_port=args.metrics_port,
+        metrics_host=args.metrics_host,
     )
     logs.configure()
-    asyncio.run(run_worker(config))
+    aio.run(run_worker(config))
     return 0
 
 
@@ -183,6 +184,14 @@ def _add_pipeline_commands(commands: argparse._SubParsersAction) -> None:
     worker.add_argument(
         "--poll-interval", type=float, default=0.5, help="seconds to sleep when idle (0.5)"
     )
+    worker.add_argument(
+        "--metrics-port",
+        type=int,
+        help="serve /metrics and /health/* on this port (NMC_WORKER_METRICS_PORT; default off)",
+    )
+    worker.add_argument(
+        "--metrics-host", help="address of that listener (NMC_WORKER_METRICS_HOST; 127.0.0.1)"
+    )
     sim = _group(commands, "sim", "simulators of NotifyNL, the Profielservice and the LDV")
     for name, help_text in (
         ("notifynl", "a NotifyNL simulator (tests and demo only)"),
@@ -193,6 +202,79 @@ def _add_pipeline_commands(commands: argparse._SubParsersAction) -> None:
 
 
 # --- end of the send pipeline block ---
+
+
+# --- The demo (issue 8): `nmc demo` ---
+
+
+def demo_command(args: argparse.Namespace, settings: Settings) -> int:
+    from nmc.demo.run import Options, run
+
+    options = Options(
+        count=args.count,
+        workers=args.workers,
+        keep_running=args.keep_running,
+        tty=sys.stdout.isatty() and not args.no_tty,
+        phase_timeout_s=args.phase_timeout,
+    )
+    return run(settings, options)
+
+
+def _add_demo_command(commands: argparse._SubParsersAction) -> None:
+    demo = _command(
+        commands, "demo", demo_command,
+        "start a local NMC and send notifications through every outcome",
+    )  # fmt: skip
+    demo.add_argument("--count", type=int, default=300, help="notifications to send (300)")
+    demo.add_argument("--workers", type=int, default=2, help="worker processes (2)")
+    demo.add_argument("--keep-running", action="store_true", help="leave the stack up until Ctrl-C")
+    demo.add_argument(
+        "--no-tty", action="store_true", help="a progress line every few seconds, no redraw"
+    )
+    demo.add_argument(
+        "--phase-timeout", type=float, default=120.0, help="seconds a phase may take (120)"
+    )
+
+
+# --- end of the demo block ---
+
+
+# --- The chaos soak (issue 9): `nmc soak` ---
+
+
+def soak_command(args: argparse.Namespace, settings: Settings) -> int:
+    from nmc.soak.run import Options, run
+
+    options = Options(
+        count=args.count,
+        workers=args.workers,
+        submit_seconds=args.submit_seconds,
+        phase_timeout_s=args.phase_timeout,
+        seed=args.seed,
+        tty=sys.stdout.isatty() and not args.no_tty,
+    )
+    return run(settings, options)
+
+
+def _add_soak_command(commands: argparse._SubParsersAction) -> None:
+    soak = _command(
+        commands, "soak", soak_command,
+        "send N notifications through a local NMC under chaos, then check every promise",
+    )  # fmt: skip
+    soak.add_argument("--count", type=int, default=20_000, help="notifications (20000)")
+    soak.add_argument("--workers", type=int, default=3, help="worker processes (3)")
+    soak.add_argument(
+        "--submit-seconds", type=float, default=20.0,
+        help="spread the intake over at least this many seconds (20)",
+    )  # fmt: skip
+    soak.add_argument(
+        "--phase-timeout", type=float, help="seconds a phase may take (120 + count/40)"
+    )
+    soak.add_argument("--seed", type=int, help="seed of the workload and the chaos dice")
+    soak.add_argument("--no-tty", action="store_true", help="a progress line every few seconds")
+
+
+# --- end of the chaos soak block ---
 
 
 # --- Feed and operations (issues 6 and 7): `nmc admin epoch|report|tasks|notificatie|kek` ---
@@ -421,6 +503,10 @@ def _parser() -> argparse.ArgumentParser:
     _add_operations_commands(admin)  # the feed and operations (issues 6 and 7)
 
     _add_pipeline_commands(commands)  # the send pipeline (issues 4 and 5)
+
+    _add_demo_command(commands)  # the demo (issue 8)
+
+    _add_soak_command(commands)  # the chaos soak (issue 9)
 
     dev = _group(commands, "dev", "developer tools")
     pgtap_command = _command(dev, "pgtap", dev_pgtap, "run the pgTAP tests on a fresh database")

@@ -138,6 +138,21 @@ SELECT nmc.finish_verzenden(
 -- extend_lease --
 SELECT nmc.extend_lease(%(taak_id)s::bigint, %(claim_epoch)s::integer) AS lease_tot
 
+-- extend_leases --
+-- The worker's group commit of lease extensions: one row per item, lease_tot NULL = stale.
+SELECT l.item, l.lease_tot
+FROM nmc.extend_leases(%(taak_ids)b::bigint[], %(claim_epochs)b::integer[]) AS l
+ORDER BY l.item
+
+-- finish_verzenden_batch --
+-- The worker's group commit of send outcomes: per item the status, or fout (a SQLSTATE).
+SELECT r.item, r.status::text AS status, r.fout
+FROM nmc.finish_verzenden_batch(
+    %(taak_ids)b::bigint[], %(claim_epochs)b::integer[], %(uitkomsten)b::text[],
+    %(notifynl_ids)b::uuid[], %(contactgegeven_ids)b::uuid[]
+) AS r
+ORDER BY r.item
+
 -- defer_taak --
 SELECT nmc.defer_taak(%(taak_id)s::bigint, %(claim_epoch)s::integer, %(fout)s::text) AS uitkomst
 
@@ -183,6 +198,19 @@ SELECT
     c.taak_id, c.claim_epoch, c.notificatie_id, c.poging_id, c.dv_id, c.contactgegeven_id,
     c.gemeld_op, c.ontvanger_versleuteld, c.sleutel_gewrapt, c.kek_id, c.trace_id
 FROM nmc.claim_ongeldig_melden(%(eigenaar)s::text, %(batch)s::integer) AS c
+
+-- ensure_terugkoppelen --
+SELECT nmc.ensure_terugkoppelen() AS gepland
+
+-- claim_terugkoppelen --
+SELECT c.taak_id, c.claim_epoch, c.dv_id, c.webhook_url, c.epoch, c.pagina
+FROM nmc.claim_terugkoppelen(%(eigenaar)s::text, %(batch)s::integer) AS c
+
+-- finish_terugkoppelen --
+SELECT nmc.finish_terugkoppelen(
+    %(taak_id)s::bigint, %(claim_epoch)s::integer, %(uitkomst)s::text, %(xid)s::xid8,
+    %(event_id)s::bigint
+) AS uitkomst
 
 -- ============================================================================================
 -- The feed, the webhook resume and operations of the DV API (issues 6 and 7, role nmc_api):
@@ -277,3 +305,55 @@ SELECT nmc.drop_event_partities() AS verwijderd
 
 -- delete_expired --
 SELECT nmc.delete_expired(%(batch)s::integer) AS verwijderd
+
+-- ------------------------------------------------------------------------------------
+-- The worker's operations listener (nmc.worker.ops_http, role nmc_worker).
+
+-- worker_metrics --
+-- The same one function as the API's /metrics: every count that lives in the database.
+SELECT m.naam, m.labels, m.waarde FROM nmc.metrics() AS m
+
+-- worker_ready --
+-- Readiness as nmc_worker: the clock answers for this role and this version's functions
+-- exist (like api_ready, the role cannot read nmc_migratie).
+SELECT
+    nmc.now() IS NOT NULL
+    AND pg_catalog.to_regprocedure('nmc.claim_verzenden(text, integer)') IS NOT NULL
+    AND pg_catalog.to_regprocedure('nmc.claim_taken(nmc.taak_soort, text, integer)') IS NOT NULL
+    AND pg_catalog.to_regprocedure('nmc.process_receipts(integer)') IS NOT NULL
+    AND pg_catalog.to_regprocedure('nmc.process_wissen(integer)') IS NOT NULL
+    AND pg_catalog.to_regprocedure('nmc.metrics()') IS NOT NULL AS gereed
+
+-- ------------------------------------------------------------------------------------
+-- The chaos soak's audit after the run (`nmc soak`, nmc.soak.evidence; admin connection,
+-- read only). It reads the tables themselves on purpose: it checks what the functions did.
+
+-- soak_notificaties --
+SELECT n.id::text AS id, n.dv_id, n.status::text AS status, n.reden::text AS reden, n.versie
+FROM nmc.notificatie AS n
+
+-- soak_events --
+SELECT e.notificatie_id::text AS notificatie_id, e.sequence, e.van::text AS van,
+    e.naar::text AS naar
+FROM nmc.event AS e
+ORDER BY e.notificatie_id, e.sequence, e.event_id
+
+-- soak_allowed_transitions --
+SELECT a.van::text AS van, a.naar::text AS naar FROM nmc.allowed_transitions() AS a
+
+-- soak_send_claims --
+-- The claim epoch each send task ended with: higher than an epoch the worker log shows a
+-- call under means the task was claimed again after that claim.
+SELECT t.id AS taak_id, t.claim_epoch FROM nmc.taak AS t WHERE t.soort = 'verzenden'
+
+-- soak_tasks --
+SELECT t.soort::text AS soort, t.staat::text AS staat, pg_catalog.count(*) AS aantal
+FROM nmc.taak AS t GROUP BY t.soort, t.staat
+
+-- soak_task_errors --
+SELECT DISTINCT t.laatste_fout FROM nmc.taak AS t WHERE t.laatste_fout IS NOT NULL
+
+-- soak_attempts --
+SELECT p.id::text AS poging_id, p.notificatie_id::text AS notificatie_id,
+    pg_catalog.cardinality(p.duplicaat_ids) AS duplicaten
+FROM nmc.poging AS p

@@ -4,6 +4,11 @@ Known e-mail addresses, identifying numbers, dvRefs and personalisation values g
 every endpoint (also as invalid input and through the callback); then every table of schema nmc
 (each row cast to text, so bytea shows as hex), every captured log record and every response
 (status line, headers, body) is searched for them, in plain text and hex-encoded.
+
+The suite-wide scan (tests_py/privacy_scan.py) registers the same values from the requests
+themselves and searches every test's logs, error bodies, events and metrics for them; this
+test checks that it did, and adds what only this scenario can: the tables at rest, success
+bodies and the hex forms.
 """
 
 import logging
@@ -12,6 +17,7 @@ import uuid
 from apitest import BASE, CALLBACK_TOKEN, OIN_B, auth
 
 from nmc.api.logs import JsonFormatter
+from privacy_scan import SCAN
 
 EMAIL = "geheim.persoon@prive-voorbeeld.nl"
 EMAIL_CENTRAAL = "verborgen.adres@prive-voorbeeld.nl"
@@ -181,6 +187,9 @@ def test_personal_data_appears_nowhere(client, conn, caplog, tmp_path):
     for record in records:
         assert hits(record.getMessage()) == [], record.name
         assert hits(JsonFormatter().format(record)) == [], record.name
+
+    # The suite-wide scan learnt every value from the requests alone.
+    assert {needle.lower() for needle in NEEDLES} <= set(SCAN.needles)
 
     # Every response: status, headers and body.
     assert len(responses) > 15

@@ -186,6 +186,27 @@ def test_no_database_connection_is_503_with_retry_after():
         assert problem.headers["Retry-After"] == "60"
 
 
+def test_a_database_shutting_down_is_503_not_500():
+    # Found by the chaos soak: a fast shutdown ends the API's sessions with 57P01, and a
+    # request then got a 500, as if it were at fault.
+    import psycopg
+    from psycopg import errors
+
+    from nmc.api.problems import problem_for
+    from nmc.api.routes_notificaties import intake_problem
+
+    for error in (
+        errors.AdminShutdown("terminating connection due to administrator command"),
+        errors.CannotConnectNow("the database system is starting up"),
+        errors.lookup("08006")("connection failure"),
+    ):
+        assert problem_for(error).status == 503, type(error).__name__
+        assert intake_problem(error, batch=True).status == 503, type(error).__name__
+    # Another operator-intervention error is not the server going away: still a 500.
+    assert isinstance(errors.QueryCanceled("statement timeout"), psycopg.OperationalError)
+    assert problem_for(errors.QueryCanceled("statement timeout")).status == 500
+
+
 def test_an_intake_without_database_answer_is_503():
     import psycopg_pool
 

@@ -32,6 +32,7 @@ from nmc.sim.profielservice import ProfielSim
 from nmc.sim.server import RunningServer, start_in_thread
 from nmc.worker.config import WorkerConfig
 from nmc.worker.loop import Worker
+from privacy_scan import SCAN
 
 
 @pytest.fixture(scope="session")
@@ -145,6 +146,7 @@ def intake(conn: psycopg.Connection, dv_id: int, ring: crypto.KekRing):
         dienst: str | None = DIENST,
     ) -> uuid.UUID:
         notificatie_id = uuid.uuid4()
+        SCAN.register_sealed(recipient, gegevens)  # personal: scanned for in every output
         sealed = crypto.seal(
             notificatie_id, dv_id, recipient, gegevens or {"naam": "Test"}, ring=ring
         )

@@ -13,15 +13,18 @@ from pipelinetest import API_KEY, DV_NAAM, configure_notifynl, set_faults, sim_g
 
 from nmc import crypto
 from nmc.adapters import Deferral, UnexpectedResponse, ldv
+from nmc.adapters.aio_backend import AsyncioTransport
 from nmc.adapters.notifynl import Accepted, ApiKey, InvalidAddress, NotifyNL, bearer_token
 from nmc.adapters.profielservice import Profielservice, choose_email, split_identificatie
 
 TEMPLATE = "a0a0a0a0-0000-4000-8000-00000000000a"
 
 
-@pytest.fixture
-async def client():
-    async with httpx.AsyncClient(timeout=0.3) as http:
+@pytest.fixture(params=["asyncio", "httpx"])
+async def client(request):
+    """Over the worker's own transport (nmc.adapters.aio_backend), and over httpx's default."""
+    transport = AsyncioTransport() if request.param == "asyncio" else None
+    async with httpx.AsyncClient(timeout=0.3, transport=transport) as http:
         yield http
 
 

@@ -285,6 +285,29 @@ def test_outcomes_by_address(notifynl, sims):
         server.stop()
 
 
+def test_verloren_address_is_delivered_but_its_callback_is_lost(notifynl, sims):
+    receiver = FlakyReceiver(0, 200)
+    server = start_in_thread(receiver.app)
+    try:
+        configure_notifynl(sims, callback_url=f"{server.url}/cb", callback_token=CB_TOKEN)
+        lost = send(notifynl, {**SEND, "email_address": "verloren+a@x.nl", "reference": "kwijt"})
+        send(notifynl, {**SEND, "email_address": "bezorgd+a@x.nl", "reference": "gewoon"})
+
+        def settled():
+            callbacks = sim_get(notifynl, "/_sim/callbacks")["callbacks"]
+            done = {c["reference"]: c["result"] for c in callbacks if c["result"] != "pending"}
+            return done if len(done) == 2 and receiver.calls else None
+
+        assert wait_for(settled) == {"kwijt": "lost", "gewoon": "delivered"}
+        assert [payload["reference"] for _, payload in receiver.calls] == ["gewoon"]
+        # Only a reconciliation (GET by id) learns the outcome.
+        headers = {"Authorization": f"Bearer {token()}"}
+        found = httpx.get(f"{notifynl}/v2/notifications/{lost.json()['id']}", headers=headers)
+        assert found.json()["status"] == "delivered"
+    finally:
+        server.stop()
+
+
 def test_profielservice_unknown_party_is_problem_json(sims):
     httpx.post(f"{sims.profiel_url}/_sim/reset").raise_for_status()
     response = httpx.post(
@@ -294,3 +317,26 @@ def test_profielservice_unknown_party_is_problem_json(sims):
     assert response.status_code == 404
     assert response.headers["content-type"].startswith("application/problem+json")
     assert response.json()["status"] == 404
+
+
+def test_an_accepted_send_whose_answer_times_out_is_found_by_reference(notifynl):
+    # accept_timeout_rate (the chaos soak's): NotifyNL processed the send, the answer is a
+    # 504 after hang_s; only a lookup by reference (a re-claim's) finds the e-mail.
+    httpx.post(f"{notifynl}/_sim/config", json={"hang_s": 0.05}).raise_for_status()
+    httpx.post(f"{notifynl}/_sim/faults", json={"accept_timeout_rate": 1.0}).raise_for_status()
+    response = send(notifynl, {**SEND, "reference": "r-hang"})
+    assert response.status_code == 504
+    send(notifynl, {**SEND, "reference": "r-other"})
+
+    def by_reference(reference):
+        answer = httpx.get(
+            f"{notifynl}/v2/notifications",
+            params={"reference": reference},
+            headers={"Authorization": f"Bearer {token()}"},
+        )
+        assert answer.status_code == 200
+        return [n["reference"] for n in answer.json()["notifications"]]
+
+    assert by_reference("r-hang") == ["r-hang"]
+    assert by_reference("r-none") == []
+    assert sim_get(notifynl, "/_sim/sent")["per_reference"] == {"r-hang": 1, "r-other": 1}

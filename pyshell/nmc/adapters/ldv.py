@@ -20,7 +20,7 @@ import hmac
 import json
 import os
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,6 +38,8 @@ RESOURCE = {"service.name": "nmc", "service.namespace": "moza"}
 ACTIVITEIT_VERZENDEN = "nmc-notificatie-verzenden"
 ACTIVITEIT_VOORKEUR = "nmc-voorkeur-ophalen"
 ACTIVITEIT_ONGELDIG = "nmc-contactgegeven-ongeldig-melden"
+ACTIVITEIT_STATUS_VERSTREKKEN = "nmc-status-verstrekken"
+"""Statuses provided to a DV: a feed page, an SSE batch, a snapshot page, a webhook batch."""
 
 PURPOSE_LDV = "ldv"
 _PSEUDONYM_PREFIX = b"nmc/ldv/v1\x00"
@@ -176,6 +178,33 @@ class Ldv:
                 "dpl.core.processing_activity_id": activiteit,
                 "dpl.core.data_subject_id": pseudonymise(self._key, betrokkene),
                 "dpl.core.data_subject_id_type": betrokkene.soort,
+            },
+        }
+        await self._sink.write(record)
+        return traceparent(trace_id, span_id)
+
+    async def register_verstrekking(
+        self, trace_id: str, name: str, dv_id: int, notificatie_ids: Iterable[str]
+    ) -> dict[str, str]:
+        """The record of statuses provided to a DV (a webhook batch), as the API writes one per
+        feed page (nmc.api.verstrekking_ldv): no data subject the worker could name, the
+        notification ids are the pseudonymous link. Raises `Deferral` when it cannot be
+        written; returns the `traceparent` of the call."""
+        span_id = secrets.token_hex(8)
+        moment = _utc_now()
+        record = {
+            "trace_id": trace_id,
+            "span_id": span_id,
+            "parent_span_id": None,
+            "name": name,
+            "start_time": moment,
+            "end_time": moment,
+            "status_code": "OK",
+            "resource": RESOURCE,
+            "attributes": {
+                "dpl.core.processing_activity_id": ACTIVITEIT_STATUS_VERSTREKKEN,
+                "nmc.dienstverlener": dv_id,
+                "nmc.notificatie_ids": sorted(set(notificatie_ids)),
             },
         }
         await self._sink.write(record)

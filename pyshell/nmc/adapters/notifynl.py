@@ -91,6 +91,7 @@ class NotifyNL:
         self._client = client
         self._base = base_url.rstrip("/")
         self._key = api_key if isinstance(api_key, ApiKey) else ApiKey.parse(api_key)
+        self._token: tuple[int, str] = (-1, "")  # (iat, token) of the latest token made
 
     async def send_email(
         self,
@@ -146,10 +147,18 @@ class NotifyNL:
     async def _call(
         self, method: str, path: str, headers: Mapping[str, str] | None, **kwargs: Any
     ) -> httpx.Response:
-        all_headers = {"Authorization": f"Bearer {bearer_token(self._key)}", **(headers or {})}
+        all_headers = {"Authorization": f"Bearer {self._bearer()}", **(headers or {})}
         return await request(
             self._client, SERVICE, method, self._base + path, headers=all_headers, **kwargs
         )
+
+    def _bearer(self) -> str:
+        """A fresh token for this request. `iat` has whole seconds, so every token made
+        within one second is the same string: it is signed once per second, not per call."""
+        issued_at = int(time.time())
+        if self._token[0] != issued_at:
+            self._token = (issued_at, bearer_token(self._key, issued_at))
+        return self._token[1]
 
 
 def _bericht(data: Any) -> Bericht:

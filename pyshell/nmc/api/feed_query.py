@@ -47,9 +47,7 @@ def parse_bevestiging(body: Any) -> str:
     """The body of PUT /notificaties/wijzigingen/bevestiging: `{"cursor": "..."}`."""
     if not isinstance(body, dict):
         raise ValidationFailed([violation("", "moet een JSON-object zijn")])
-    errors = [
-        violation(_label(name), "onbekend veld") for name in body if name != "cursor"
-    ]
+    errors = [violation(_label(name), "onbekend veld") for name in body if name != "cursor"]
     cursor = body.get("cursor")
     if cursor is None:
         errors.append(violation("cursor", "is verplicht"))

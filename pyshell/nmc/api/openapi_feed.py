@@ -108,8 +108,10 @@ def schemas() -> dict[str, Any]:
             "required": ["events", "cursor"],
             "properties": {
                 "events": {"type": "array", "items": _schema("CloudEvent")},
-                "cursor": _cursor("Geef deze waarde mee als `cursor` voor de volgende pagina, "
-                                  "ook als de pagina leeg was."),
+                "cursor": _cursor(
+                    "Geef deze waarde mee als `cursor` voor de volgende pagina, "
+                    "ook als de pagina leeg was."
+                ),
             },
         },
         "Bevestiging": {
@@ -310,7 +312,7 @@ def _wijzigingen() -> dict[str, Any]:
                     },
                     _SSE: {
                         "schema": {"type": "string"},
-                        "example": f"id: {_EXAMPLE_CURSOR}\ndata: {{\"specversion\": \"1.0\", "
+                        "example": f'id: {_EXAMPLE_CURSOR}\ndata: {{"specversion": "1.0", '
                         "...}\n\n: keep-alive\n\n",
                     },
                 },

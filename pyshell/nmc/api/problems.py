@@ -320,6 +320,20 @@ def base_uri_of(request: Request) -> str:
     return getattr(request.app.state, "problem_base_uri", None) or DEFAULT_BASE_URI
 
 
+# The server is going away or not there yet: a fast shutdown ends every session with 57P01,
+# a starting server refuses with 57P03, class 08 is a broken connection. None of these is a
+# fault of the request: like no connection at all, they are a 503 the caller may repeat.
+UNAVAILABLE_SQLSTATES = frozenset({"57P01", "57P02", "57P03"})
+
+
+def database_unavailable(exc: BaseException) -> bool:
+    """Whether `exc` means the database cannot answer now (rather than refused the call)."""
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    sqlstate = exc.sqlstate
+    return sqlstate is None or sqlstate.startswith("08") or sqlstate in UNAVAILABLE_SQLSTATES
+
+
 def problem_for(exc: BaseException) -> Problem:
     """The problem for any exception the API can meet."""
     if isinstance(exc, Problem):
@@ -333,8 +347,9 @@ def problem_for(exc: BaseException) -> Problem:
         return internal_error()
     if isinstance(exc, HTTPException):
         return _from_http_exception(exc)
-    if isinstance(exc, psycopg.OperationalError) and exc.sqlstate is None:
-        # No connection (pool timeout, server gone): the caller may retry (intake is idempotent).
+    if database_unavailable(exc):
+        # No connection (pool timeout, server gone or shutting down): the caller may retry
+        # (intake is idempotent).
         log.error("database unreachable: %s", type(exc).__name__)
         return service_unavailable()
     if getattr(exc, "sqlstate", None) is not None:

@@ -18,7 +18,13 @@ from nmc.api import db, lijst_cursor
 from nmc.api.body import read_json
 from nmc.api.middleware import trace_id_of
 from nmc.api.openapi import BASE_PATH
-from nmc.api.problems import Problem, internal_error, problem_for, problem_from_db_error
+from nmc.api.problems import (
+    Problem,
+    database_unavailable,
+    internal_error,
+    problem_for,
+    problem_from_db_error,
+)
 from nmc.api.services import Services, caller, services_of
 from nmc.api.validation import (
     ValidationFailed,
@@ -150,8 +156,8 @@ def idempotency_form(canonical: Mapping[str, Any]) -> dict[str, Any]:
 
 def intake_problem(error: psycopg.Error, *, batch: bool) -> Problem:
     """The problem for a refused intake; an item-index DETAIL points at `notificaties[i].`."""
-    if error.sqlstate is None:
-        return problem_for(error)  # no answer from the database at all: 503
+    if database_unavailable(error):
+        return problem_for(error)  # no answer from the database (gone, shutting down): 503
     sqlstate = error.sqlstate
     prefix = ""
     if batch and sqlstate in ITEM_FIELDS:

@@ -23,10 +23,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nmc.adapters.http import Deferral
-from nmc.adapters.ldv import RESOURCE, Sink
+from nmc.adapters.ldv import ACTIVITEIT_STATUS_VERSTREKKEN, RESOURCE, Sink
 from nmc.api.problems import Problem, service_unavailable
-
-ACTIVITEIT_STATUS_VERSTREKKEN = "nmc-status-verstrekken"
 
 
 class VerstrekkingLdv:

@@ -9,13 +9,14 @@ rule (5 retries, a gap of `retry_gap_s`, only on connection errors, timeouts, 5x
 The outcome is chosen by the recipient's local part:
 `bezorgd+…` delivered, `permanent+…` permanent-failure, `tijdelijk+…` temporary-failure,
 `technisch+…` technical-failure, `stil+…` stays `sending` and is never called back,
-`tijdelijk-dan-bezorgd+…` temporary on the first send to that address, delivered after;
-anything else is delivered.
+`tijdelijk-dan-bezorgd+…` temporary on the first send to that address, delivered after,
+`verloren+…` delivered but its callback is lost (as when NotifyNL gives up after its last
+retry: only reconciliation learns the outcome); anything else is delivered.
 
 Test hooks under /_sim/: `faults` (POST/GET/DELETE: error_rate per status code, latency_ms,
-timeout_rate, duplicate_rate, reorder, lose_rate), `config` (callback URL and token,
-retention, delays), `clock` (moves the clock that retention and timestamps read; the token
-check keeps the real clock), `sent`, `requests`, `callbacks`, `reset`.
+timeout_rate, accept_timeout_rate, duplicate_rate, reorder, lose_rate), `config` (callback
+URL and token, retention, delays), `clock` (moves the clock that retention and timestamps
+read; the token check keeps the real clock), `sent`, `requests`, `callbacks`, `reset`.
 """
 
 import asyncio
@@ -51,7 +52,9 @@ OUTCOMES = {
     "tijdelijk": "temporary-failure",
     "technisch": "technical-failure",
     "stil": None,
+    "verloren": "delivered",
 }
+LOST_CALLBACK_PREFIX = "verloren"
 ERROR_TYPES = {
     400: ("BadRequestError", "Bad request"),
     401: ("AuthError", "Unauthorized: authentication token must be provided"),
@@ -64,6 +67,10 @@ ERROR_TYPES = {
     500: ("Exception", "Internal server error"),
 }
 PAGE_SIZE = 250
+# Callbacks under way at once. httpx's pool scans every queued request on each change, so
+# thousands of callbacks waiting in it (a receiver that is slow or down for a while) would
+# cost the simulator quadratic CPU; they wait on a semaphore instead.
+CALLBACK_CONCURRENCY = 20
 
 
 @dataclass
@@ -71,6 +78,10 @@ class Faults:
     error_rate: dict[int, float] = field(default_factory=dict)
     latency_ms: float = 0.0
     timeout_rate: float = 0.0
+    # A send that NotifyNL did accept (and delivers, and calls back) whose answer is still a
+    # 504 after `hang_s`: a gateway timing out on a request the backend processed. The NMC
+    # only learns of it through the receipt or a lookup by reference.
+    accept_timeout_rate: float = 0.0
     duplicate_rate: float = 0.0
     reorder: bool = False
     lose_rate: float = 0.0
@@ -120,6 +131,7 @@ class NotifySim:
         self.random = random.Random(seed)  # noqa: S311 - fault dice, not secrets
         self.app = Starlette(routes=self._routes(), lifespan=self._lifespan)
         self._client: httpx.AsyncClient | None = None
+        self._callback_slots: asyncio.Semaphore | None = None
         self._tasks: set[asyncio.Task] = set()
         self.reset()
 
@@ -129,6 +141,9 @@ class NotifySim:
         self.faults = Faults()
         self.offset_s = 0.0
         self.notifications: dict[str, dict[str, Any]] = {}
+        # The ids per reference: a lookup by reference (every re-claim makes one) must not
+        # sort every notification ever sent, or a long soak slows the simulator to a crawl.
+        self.ids_by_reference: dict[str, list[str]] = {}
         self.sends_per_address: Counter[str] = Counter()
         self.requests: list[dict[str, Any]] = []
         self.callbacks: list[dict[str, Any]] = []
@@ -170,7 +185,8 @@ class NotifySim:
 
     @contextlib.asynccontextmanager
     async def _lifespan(self, app: Starlette):
-        self._client = httpx.AsyncClient()
+        self._client = httpx.AsyncClient(limits=httpx.Limits(max_connections=CALLBACK_CONCURRENCY))
+        self._callback_slots = asyncio.Semaphore(CALLBACK_CONCURRENCY)
         try:
             yield
         finally:
@@ -190,6 +206,8 @@ class NotifySim:
             "status": None,
         }
         self.requests.append(entry)
+        # The handler's own entry: requests[-1] may be another's after an await.
+        request.state.sim_entry = entry
         faults = self.faults
         if faults.latency_ms:
             await asyncio.sleep(faults.latency_ms / 1000)
@@ -222,7 +240,7 @@ class NotifySim:
         refused = await self._guard(request, reference if isinstance(reference, str) else None)
         if refused is not None:
             return refused
-        entry = self.requests[-1]
+        entry = request.state.sim_entry
         if not isinstance(body, dict):
             entry["status"] = 400
             return _error(400, "BadRequestError", "Invalid JSON supplied in POST data")
@@ -232,6 +250,12 @@ class NotifySim:
             errors = [{"error": "ValidationError", "message": p} for p in problems]
             return JSONResponse({"status_code": 400, "errors": errors}, status_code=400)
         notification = self._accept(body)
+        accept_timeout = self.faults.accept_timeout_rate
+        if accept_timeout and self.random.random() < accept_timeout:
+            entry["accepted"] = True
+            await asyncio.sleep(self.config.hang_s)
+            entry["status"] = 504
+            return _error(504, "Exception", "Gateway timeout")
         entry["status"] = 201
         return JSONResponse(self._created_body(notification), status_code=201)
 
@@ -239,7 +263,7 @@ class NotifySim:
         refused = await self._guard(request)
         if refused is not None:
             return refused
-        entry = self.requests[-1]
+        entry = request.state.sim_entry
         notification_id = request.path_params["notification_id"]
         try:
             uuid.UUID(notification_id)
@@ -258,12 +282,17 @@ class NotifySim:
         refused = await self._guard(request)
         if refused is not None:
             return refused
-        entry = self.requests[-1]
+        entry = request.state.sim_entry
         params = request.query_params
         reference = params.get("reference")
         statuses = params.getlist("status")
+        candidates = (
+            self.notifications.values()
+            if reference is None
+            else [self.notifications[i] for i in self.ids_by_reference.get(reference, [])]
+        )
         items = sorted(
-            (n for n in self.notifications.values() if self._visible(n)),
+            (n for n in candidates if self._visible(n)),
             key=lambda n: n["created_at"],
             reverse=True,
         )
@@ -306,12 +335,15 @@ class NotifySim:
             "outcome": self._outcome(address),
         }
         self.notifications[notification["id"]] = notification
+        if notification["reference"] is not None:
+            self.ids_by_reference.setdefault(notification["reference"], []).append(
+                notification["id"]
+            )
         self._spawn(self._deliver(notification))
         return notification
 
     def _outcome(self, address: str) -> str | None:
-        local = address.split("@", 1)[0].lower()
-        prefix = local.split("+", 1)[0] if "+" in local else ""
+        prefix = _outcome_prefix(address)
         if prefix == "tijdelijk-dan-bezorgd":
             first = self.sends_per_address[address.lower()] == 1
             return "temporary-failure" if first else "delivered"
@@ -333,7 +365,8 @@ class NotifySim:
             return
         faults = self.faults
         payload = self._callback_body(notification)
-        if faults.lose_rate and self.random.random() < faults.lose_rate:
+        lost = _outcome_prefix(notification["email_address"]) == LOST_CALLBACK_PREFIX
+        if lost or (faults.lose_rate and self.random.random() < faults.lose_rate):
             self.callbacks.append(self._callback_entry(payload, "lost"))
             return
         copies = 2 if faults.duplicate_rate and self.random.random() < faults.duplicate_rate else 1
@@ -363,12 +396,13 @@ class NotifySim:
                 await asyncio.sleep(config.retry_gap_s)
             entry["attempts"] += 1
             try:
-                response = await self._client.post(
-                    config.callback_url,
-                    json=payload,
-                    headers=headers,
-                    timeout=config.callback_timeout_s,
-                )
+                async with self._callback_slots:
+                    response = await self._client.post(
+                        config.callback_url,
+                        json=payload,
+                        headers=headers,
+                        timeout=config.callback_timeout_s,
+                    )
             except (httpx.TimeoutException, httpx.TransportError) as failure:
                 entry["codes"].append(type(failure).__name__)
                 continue
@@ -504,6 +538,12 @@ class NotifySim:
     async def _reset(self, request: Request) -> Response:
         self.reset()
         return Response(status_code=204)
+
+
+def _outcome_prefix(address: str) -> str:
+    """`tijdelijk` for `tijdelijk+x@voorbeeld.nl`; '' without a `+` in the local part."""
+    local = address.split("@", 1)[0].lower()
+    return local.split("+", 1)[0] if "+" in local else ""
 
 
 def _validate(body: dict[str, Any]) -> list[str]:

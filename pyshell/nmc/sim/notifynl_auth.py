@@ -7,6 +7,7 @@ signature with `iat` more than 30 s off the server clock -> 403 clock error; a w
 algorithm -> 403; a signature that matches no key (or no `iat`) -> 403 "API key not found".
 """
 
+import functools
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -50,11 +51,10 @@ def authenticate(header: str | None, keys: Mapping[str, list[SimKey]], now: floa
     if header[:7].title() != "Bearer ":
         raise AuthError(401, "Unauthorized: authentication bearer scheme must be used")
     token = header[7:]
-    try:
-        claims = jwt.decode(token, options={"verify_signature": False})
-        algorithm = jwt.get_unverified_header(token).get("alg")
-    except jwt.PyJWTError:
-        raise AuthError(403, GENERAL_AUTH_MESSAGE) from None
+    unverified = _unverified(token)
+    if unverified is None:
+        raise AuthError(403, GENERAL_AUTH_MESSAGE)
+    claims, algorithm = unverified
     issuer = claims.get("iss")
     if not issuer:
         raise AuthError(403, "Invalid token: iss field not provided")
@@ -70,14 +70,8 @@ def authenticate(header: str | None, keys: Mapping[str, list[SimKey]], now: floa
     for key in service_keys:
         if algorithm != "HS256":
             raise AuthError(403, "Invalid token: algorithm used is not HS256")
-        try:
-            verified = jwt.decode(
-                token,
-                key.secret,
-                algorithms=["HS256"],
-                options={"verify_iat": False, "verify_exp": False, "verify_nbf": False},
-            )
-        except jwt.PyJWTError:
+        verified = _verified(token, key.secret)
+        if verified is None:
             continue  # not signed with this key: try the next one
         issued_at = verified.get("iat")
         if not isinstance(issued_at, int | float) or isinstance(issued_at, bool):
@@ -88,3 +82,32 @@ def authenticate(header: str | None, keys: Mapping[str, list[SimKey]], now: floa
             raise AuthError(403, "Invalid token: API key revoked")
         return key.service_id
     raise AuthError(403, "Invalid token: API key not found")
+
+
+# A client makes a fresh token per request, but tokens made in the same second are the same
+# bytes: decoding and verifying each distinct (token, secret) once is enough. The clock rule
+# and the revocation are still judged on every request.
+
+
+@functools.lru_cache(maxsize=4096)
+def _unverified(token: str) -> tuple[dict, str | None] | None:
+    """The claims and `alg` of a token, unverified; None when it cannot be read."""
+    try:
+        claims = jwt.decode(token, options={"verify_signature": False})
+        return claims, jwt.get_unverified_header(token).get("alg")
+    except jwt.PyJWTError:
+        return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _verified(token: str, secret: str) -> dict | None:
+    """The claims of a token signed with `secret` (HS256); None when it is not."""
+    try:
+        return jwt.decode(
+            token,
+            secret,
+            algorithms=["HS256"],
+            options={"verify_iat": False, "verify_exp": False, "verify_nbf": False},
+        )
+    except jwt.PyJWTError:
+        return None

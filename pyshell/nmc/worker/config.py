@@ -10,7 +10,16 @@ NMC_LDV_FILE              an append-only JSON-lines file (default $NMC_HOME/ldv.
 NMC_HTTP_TIMEOUT          seconds per outbound call (default 10)
 NMC_WORKER_PREPARE_THRESHOLD  psycopg's prepare_threshold (default 5); `off` behind a
                           PgBouncer in transaction mode that does not keep prepared statements
-NMC_KEK_FILE, NMC_PEPPERS / NMC_PEPPERS_FILE   as for the API (see nmc.crypto)
+NMC_WORKER_METRICS_PORT   the port of the worker's /metrics and /health/* (default: off;
+                          0 picks a free port); `--metrics-port` overrides it
+NMC_WORKER_METRICS_HOST   the address it binds (default 127.0.0.1; 0.0.0.0 in a pod)
+NMC_GEEN_CONTACTGEGEVENS_DREMPEL  as for the API: the flag in /metrics (0.3)
+NMC_KEK_FILE, NMC_PEPPERS / NMC_PEPPERS_FILE   as for the API (see nmc.crypto); the peppers
+                          also key the `Nmc-Cursor` of webhook calls, so they must be the API's
+NMC_WEBHOOK_SIGNING_KEYS_FILE  the webhook signing ring, as for the API (nmc.webhook_signing);
+                          unset: the worker does not run `terugkoppelen` (warned at start)
+NMC_WEBHOOK_ISSUER        the `iss` of webhook tokens (default: the event source)
+NMC_OIN / NMC_API_EVENT_SOURCE  the CloudEvents `source`, as for the API (nmc.cloudevents)
 """
 
 import os
@@ -18,9 +27,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nmc.api.settings import DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL, geen_contactgegevens_drempel
+from nmc.cloudevents import event_source
 from nmc.config import Settings
 from nmc.database import connection_url
 from nmc.errors import NmcError
+from nmc.webhook_signing import issuer
 
 KINDS = (
     "verzenden",
@@ -29,6 +41,7 @@ KINDS = (
     "vaststellen",
     "controle",
     "ongeldig-melden",
+    "terugkoppelen",
     "wissen",
     "onderhoud",
 )
@@ -54,12 +67,19 @@ class WorkerConfig:
     poll_interval: float = 0.5
     pool_size: int | None = None
     prepare_threshold: int | None = 5
+    metrics_port: int | None = None  # None: no operations listener
+    metrics_host: str = "127.0.0.1"
+    geen_contactgegevens_drempel: float = DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL
+    event_source: str = field(default_factory=lambda: event_source({}))
+    webhook_issuer: str | None = None  # None: the event source
 
     def __post_init__(self) -> None:
         if self.batch < 1 or self.concurrency < 1:
             raise NmcError("--batch and --concurrency must be at least 1")
         if self.poll_interval <= 0:
             raise NmcError("--poll-interval must be positive")
+        if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
+            raise NmcError("the metrics port must be between 0 and 65535")
 
     @classmethod
     def from_env(
@@ -78,6 +98,11 @@ class WorkerConfig:
             ldv_file=Path(env.get("NMC_LDV_FILE") or settings.home / "ldv.jsonl"),
             http_timeout=_positive(env.get("NMC_HTTP_TIMEOUT") or "10", "NMC_HTTP_TIMEOUT"),
             prepare_threshold=_prepare_threshold(env.get("NMC_WORKER_PREPARE_THRESHOLD")),
+            metrics_port=_metrics_port(env.get("NMC_WORKER_METRICS_PORT")),
+            metrics_host=env.get("NMC_WORKER_METRICS_HOST") or "127.0.0.1",
+            geen_contactgegevens_drempel=geen_contactgegevens_drempel(env),
+            event_source=event_source(env),
+            webhook_issuer=issuer(env),
         )
         given = {name: value for name, value in overrides.items() if value is not None}
         return cls(**{**config.__dict__, **given})
@@ -117,4 +142,12 @@ def _prepare_threshold(text: str | None) -> int | None:
         return None
     if not text.strip().isdigit():
         raise NmcError(f"NMC_WORKER_PREPARE_THRESHOLD must be a number or 'off', not {text!r}")
+    return int(text)
+
+
+def _metrics_port(text: str | None) -> int | None:
+    if text is None or not text.strip() or text.strip().lower() == "off":
+        return None
+    if not text.strip().isdigit():
+        raise NmcError(f"NMC_WORKER_METRICS_PORT must be a port number or 'off', not {text!r}")
     return int(text)

@@ -8,7 +8,7 @@ means for the task and the notificatie; Python only reports the error class.
 
 import logging
 from collections.abc import Awaitable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import psycopg
 
@@ -17,8 +17,13 @@ from nmc.adapters.http import Deferral, UnexpectedResponse
 from nmc.adapters.ldv import Ldv
 from nmc.adapters.notifynl import NotifyNL
 from nmc.adapters.profielservice import Profielservice
+from nmc.adapters.webhook import WebhookClient
+from nmc.group_commit import Flush, GroupCommit
 from nmc.worker.db import Database, StaleClaim
 from nmc.worker.logs import event
+
+GROUP_MAX_BATCH = 500  # items per group-committed call (one transaction)
+GROUP_MAX_IN_FLIGHT = 2  # calls under way at once per group: one waits while one fills
 
 
 class Failure(Exception):
@@ -37,10 +42,36 @@ class Context:
     ldv: Ldv
     ring: crypto.KekRing
     eigenaar: str
+    webhook: WebhookClient | None = None  # None: no signing ring, no webhook delivery
+    _groups: dict[str, GroupCommit] = field(default_factory=dict, init=False, repr=False)
 
     async def extend_lease(self, taak_id: int, claim_epoch: int) -> None:
-        """Before every external call (raises `StaleClaim` when the task was taken over)."""
-        await self.db.rows("extend_lease", taak_id=taak_id, claim_epoch=claim_epoch)
+        """Before every external call (raises `StaleClaim` when the task was taken over).
+
+        Group-committed: the extensions of calls that start together go into one
+        nmc.extend_leases call, and each caller continues only after that commit."""
+        group = self.group_commit("extend_leases", self._extend_leases)
+        if await group.submit((taak_id, claim_epoch)) is None:
+            raise StaleClaim()
+
+    def group_commit(
+        self, name: str, flush: Flush, max_in_flight: int = GROUP_MAX_IN_FLIGHT
+    ) -> GroupCommit:
+        """This process's group commit `name` (nmc.group_commit), made on first use."""
+        group = self._groups.get(name)
+        if group is None:
+            group = self._groups[name] = GroupCommit(
+                flush, max_batch=GROUP_MAX_BATCH, max_in_flight=max_in_flight
+            )
+        return group
+
+    async def _extend_leases(self, items: list[tuple[int, int]]) -> list:
+        rows = await self.db.rows(
+            "extend_leases",
+            taak_ids=[taak_id for taak_id, _ in items],
+            claim_epochs=[epoch for _, epoch in items],
+        )
+        return [row.lease_tot for row in rows]
 
 
 def open_sealed(ctx: Context, row) -> crypto.Opened:
@@ -89,6 +120,7 @@ async def settle(
             "taak-uitgesteld",
             soort=soort,
             taak_id=taak_id,
+            epoch=claim_epoch,
             fout=deferral.fout,
             uitkomst=uitkomst,
         )
@@ -98,11 +130,24 @@ async def settle(
     except Exception as unexpected:  # any bug counts as an internal failure
         fout = f"intern-{type(unexpected).__name__}"[:100]
     else:
-        event(logging.INFO, "taak-klaar", soort=soort, taak_id=taak_id, uitkomst=uitkomst)
+        event(
+            logging.INFO,
+            "taak-klaar",
+            soort=soort,
+            taak_id=taak_id,
+            epoch=claim_epoch,
+            uitkomst=uitkomst,
+        )
         return uitkomst
     uitkomst = await _report(ctx, "fail_taak", soort, taak_id, claim_epoch, fout)
     event(
-        logging.WARNING, "taak-mislukt", soort=soort, taak_id=taak_id, fout=fout, uitkomst=uitkomst
+        logging.WARNING,
+        "taak-mislukt",
+        soort=soort,
+        taak_id=taak_id,
+        epoch=claim_epoch,
+        fout=fout,
+        uitkomst=uitkomst,
     )
     return uitkomst
 

@@ -1,11 +1,11 @@
 """`nmc worker`: claim loops per task kind, concurrent work within a batch, clean shutdown.
 
 Per kind one loop runs in this process. Kinds with an external call (verzenden,
-reconciliëren, ongeldig-melden) claim a batch (its own committed transaction) and work the
-claimed tasks concurrently, at most `concurrency` at a time, claiming again once half a batch
-of slots is free. SQL-only kinds (receipt, vaststellen, controle) make one call per round.
-An idle loop sleeps `poll_interval` (polling is the truth; no LISTEN/NOTIFY, no session
-advisory locks, so PgBouncer in transaction mode works).
+reconciliëren, ongeldig-melden, terugkoppelen) claim a batch (its own committed transaction)
+and work the claimed tasks concurrently, at most `concurrency` at a time, claiming again once
+half a batch of slots is free. SQL-only kinds (receipt, vaststellen, controle) make one call
+per round. An idle loop sleeps `poll_interval` (polling is the truth; no LISTEN/NOTIFY, no
+session advisory locks, so PgBouncer in transaction mode works).
 
 SIGTERM/SIGINT: stop claiming, finish what is held (bounded by the lease), exit 0.
 """
@@ -17,6 +17,7 @@ import os
 import secrets
 import signal
 import socket
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
@@ -25,14 +26,19 @@ import psycopg
 
 from nmc import crypto
 from nmc.adapters import ldv
+from nmc.adapters.aio_backend import AsyncioTransport
 from nmc.adapters.notifynl import NotifyNL
 from nmc.adapters.profielservice import Profielservice
+from nmc.adapters.webhook import WebhookClient
+from nmc.feed_cursor import CursorCodec
+from nmc.webhook_signing import SigningRing, load_signing_ring
 from nmc.worker import (
     controle,
     navraag,
     onderhoud,
     ongeldig,
     receipt,
+    terugkoppelen,
     vaststellen,
     verzenden,
     wissen,
@@ -41,6 +47,8 @@ from nmc.worker.config import WorkerConfig
 from nmc.worker.context import Context
 from nmc.worker.db import Database
 from nmc.worker.logs import event
+from nmc.worker.metrics import MeasuredTransport, Targets, WorkerMetrics
+from nmc.worker.ops_http import OpsListener
 
 SHUTDOWN_GRACE_S = 110.0  # below the default 2-minute lease: held work ends before it lapses
 
@@ -55,6 +63,7 @@ class Kind:
 
 
 def kinds() -> dict[str, Kind]:
+    webhook = terugkoppelen.Terugkoppelen()
     return {
         verzenden.SOORT: Kind(verzenden.SOORT, claim=verzenden.claim, handle=verzenden.handle),
         receipt.SOORT: Kind(receipt.SOORT, process=receipt.process),
@@ -62,6 +71,7 @@ def kinds() -> dict[str, Kind]:
         vaststellen.SOORT: Kind(vaststellen.SOORT, process=vaststellen.process),
         controle.SOORT: Kind(controle.SOORT, process=controle.Controle().process, batch=1),
         ongeldig.SOORT: Kind(ongeldig.SOORT, claim=ongeldig.claim, handle=ongeldig.handle),
+        terugkoppelen.SOORT: Kind(terugkoppelen.SOORT, claim=webhook.claim, handle=webhook.handle),
         wissen.SOORT: Kind(wissen.SOORT, process=wissen.process),
         onderhoud.SOORT: Kind(onderhoud.SOORT, process=onderhoud.process),
     }
@@ -73,10 +83,18 @@ def eigenaar() -> str:
 
 
 class Worker:
-    def __init__(self, config: WorkerConfig, ctx: Context) -> None:
+    def __init__(
+        self, config: WorkerConfig, ctx: Context, metrics: WorkerMetrics | None = None
+    ) -> None:
         self.config = config
         self.ctx = ctx
-        self.kinds = {soort: kind for soort, kind in kinds().items() if soort in config.kinds}
+        self.metrics = metrics or WorkerMetrics(config.kinds)
+        self.ops_address: tuple[str, int] | None = None  # the /metrics listener, when on
+        self.kinds = {
+            soort: kind
+            for soort, kind in kinds().items()
+            if soort in config.kinds and (soort != terugkoppelen.SOORT or ctx.webhook is not None)
+        }
         self._stopping = asyncio.Event()
 
     @classmethod
@@ -87,16 +105,37 @@ class Worker:
         *,
         ring: crypto.KekRing | None = None,
         pseudonym_key: bytes | None = None,
+        signing: SigningRing | None = None,
+        peppers: crypto.Peppers | None = None,
     ) -> AsyncIterator["Worker"]:
-        """Open the pool, the HTTP client and the LDV sink; close them afterwards."""
+        """Open the pool, the HTTP client and the LDV sink; close them afterwards.
+
+        `signing` and `peppers` (for the webhook's token and Nmc-Cursor) default to the
+        environment's, read only when `terugkoppelen` is among the kinds."""
         ring = crypto.kek_ring() if ring is None else ring
         key = ldv.pseudonym_key() if pseudonym_key is None else pseudonym_key
-        # One connection per concurrent call at most: httpcore's pool scans every connection
-        # on each request, so idle extras only cost CPU.
+        if terugkoppelen.SOORT in config.kinds:
+            signing = load_signing_ring() if signing is None else signing
+            if signing is None:
+                event(logging.WARNING, "terugkoppelen-zonder-sleutels", soort=terugkoppelen.SOORT)
+            elif peppers is None:
+                peppers = crypto.load_peppers()
+        # One connection per concurrent call at most (nmc.adapters.aio_backend: HTTP/1.1
+        # keep-alive on the event loop, httptools; httpx's own transport cost most of the
+        # worker's CPU per send).
         limits = httpx.Limits(max_connections=max(config.concurrency, 4))
         pool_size = config.pool_size or min(config.concurrency, 20) + len(config.kinds)
+        metrics = WorkerMetrics(config.kinds)
+        targets = Targets(
+            {
+                "notifynl": config.notifynl_url,
+                "profielservice": config.profielservice_url,
+                "ldv": config.ldv_url,
+            }
+        )
+        transport = MeasuredTransport(AsyncioTransport(limits=limits), metrics, targets)
         async with httpx.AsyncClient(
-            timeout=httpx.Timeout(config.http_timeout), limits=limits
+            timeout=httpx.Timeout(config.http_timeout), transport=transport
         ) as client:
             db = await Database.open(config.database_url, pool_size, config.prepare_threshold)
             sink = (
@@ -115,10 +154,27 @@ class Worker:
                 ldv=ldv.Ldv(sink, key),
                 ring=ring,
                 eigenaar=eigenaar(),
+                webhook=(
+                    WebhookClient(
+                        client,
+                        signing,
+                        issuer=config.webhook_issuer or config.event_source,
+                        source=config.event_source,
+                        cursors=CursorCodec(peppers),
+                    )
+                    if signing is not None and peppers is not None
+                    else None
+                ),
             )
+            worker = cls(config, ctx, metrics)
+            listener = OpsListener(db, metrics, config.geen_contactgegevens_drempel)
             try:
-                yield cls(config, ctx)
+                if config.metrics_port is not None:
+                    await listener.start(config.metrics_host, config.metrics_port)
+                    worker.ops_address = listener.address
+                yield worker
             finally:
+                await listener.close()
                 await ctx.ldv.aclose()
                 await db.close()
 
@@ -153,7 +209,7 @@ class Worker:
 
         async def bounded(taak) -> None:
             async with limit:
-                await kind.handle(self.ctx, taak)
+                await self._handle(kind, taak)
 
         await asyncio.gather(*(bounded(taak) for taak in claimed))
         return len(claimed)
@@ -179,13 +235,16 @@ class Worker:
             if inflight and free < threshold:
                 await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
                 continue
+            started = time.perf_counter()
             try:
                 claimed = await kind.claim(self.ctx, min(batch, free))
             except (psycopg.Error, OSError) as error:
                 self._log_round_error(kind, error)
                 claimed = []
+            else:
+                self.metrics.round(kind.soort, time.perf_counter() - started)
             for taak in claimed:
-                task = asyncio.create_task(kind.handle(self.ctx, taak))
+                task = asyncio.create_task(self._handle(kind, taak))
                 inflight.add(task)
                 task.add_done_callback(inflight.discard)
             if not claimed:
@@ -198,11 +257,15 @@ class Worker:
     async def _process_loop(self, kind: Kind) -> None:
         batch = kind.batch or self.config.batch
         while not self._stopping.is_set():
+            started = time.perf_counter()
             try:
                 done = await kind.process(self.ctx, batch)
             except (psycopg.Error, OSError) as error:
                 self._log_round_error(kind, error)
                 done = 0
+            else:
+                self.metrics.round(kind.soort, time.perf_counter() - started)
+                self.metrics.tasks_done(kind.soort, "verwerkt", done)
             if done < batch:
                 await self._idle()
 
@@ -210,7 +273,17 @@ class Worker:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._stopping.wait(), timeout=self.config.poll_interval)
 
+    async def _handle(self, kind: Kind, taak) -> None:
+        """Work one claimed task, counted in flight and by the outcome word it returns."""
+        self.metrics.task_started(kind.soort)
+        uitkomst = "afgebroken"  # cancelled at shutdown: the lease runs out
+        try:
+            uitkomst = await kind.handle(self.ctx, taak)
+        finally:
+            self.metrics.task_finished(kind.soort, uitkomst)
+
     def _log_round_error(self, kind: Kind, error: Exception) -> None:
+        self.metrics.round_failed(kind.soort)
         event(
             logging.ERROR,
             "ronde-mislukt",

@@ -5,12 +5,25 @@ The claim (nmc.claim_verzenden) has already made the transition and chosen the a
 re-claim (`herclaim`) first asks NotifyNL by reference whether the earlier try got through;
 only when nothing is found does it send again (or, past geldig_tot, report `verlopen`).
 Each external call is preceded by a lease extension and an LDV record.
+
+Lease extensions and outcomes are group-committed (nmc.group_commit): the extensions of
+calls that start together share one nmc.extend_leases call, and the outcomes that arrive
+while a commit is under way share the next nmc.finish_verzenden_batch call. A task counts
+as finished only once the call that carried its outcome has returned; an item the
+database refuses (a stale epoch: NM011) fails alone. Should a whole batch fail, its items
+are committed one by one, so one bad item cannot fail the others.
 """
+
+import logging
+
+import psycopg
 
 from nmc.adapters import ldv
 from nmc.adapters.notifynl import Accepted
 from nmc.adapters.profielservice import split_identificatie
 from nmc.worker.context import Context, Failure, open_sealed, settle
+from nmc.worker.db import StaleClaim
+from nmc.worker.logs import event
 
 SOORT = "verzenden"
 
@@ -67,6 +80,16 @@ async def _send(ctx: Context, taak) -> str:
     headers = await ctx.ldv.register(
         taak.trace_id, "notifynl.verzenden", ldv.ACTIVITEIT_VERZENDEN, betrokkene
     )
+    # The one call that can make a duplicate e-mail: logged before it goes out, so a call
+    # whose outcome was never committed (worker killed, lease taken over) can be counted.
+    event(
+        logging.INFO,
+        "notifynl-verzenden",
+        soort=SOORT,
+        taak_id=taak.taak_id,
+        epoch=taak.claim_epoch,
+        poging_id=str(taak.poging_id),
+    )
     result = await ctx.notifynl.send_email(
         email,
         taak.notifynl_template_id,
@@ -80,12 +103,48 @@ async def _send(ctx: Context, taak) -> str:
 
 
 async def _finish(ctx: Context, taak, uitkomst: str, notifynl_id=None, contactgegeven_id=None):
-    await ctx.db.rows(
-        "finish_verzenden",
-        taak_id=taak.taak_id,
-        claim_epoch=taak.claim_epoch,
-        uitkomst=uitkomst,
-        notifynl_id=notifynl_id,
-        contactgegeven_id=contactgegeven_id,
+    # One commit in flight: outcomes arrive spread out (as NotifyNL answers), so the ones
+    # that wait for the running commit make the next batch larger.
+    group = ctx.group_commit(
+        "finish_verzenden", lambda items: _finish_batch(ctx, items), max_in_flight=1
     )
+    await group.submit((taak.taak_id, taak.claim_epoch, uitkomst, notifynl_id, contactgegeven_id))
     return uitkomst
+
+
+async def _finish_batch(ctx: Context, items: list[tuple]) -> list:
+    """One nmc.finish_verzenden_batch call; per item its status or its own exception."""
+    try:
+        rows = await ctx.db.rows(
+            "finish_verzenden_batch",
+            taak_ids=[item[0] for item in items],
+            claim_epochs=[item[1] for item in items],
+            uitkomsten=[item[2] for item in items],
+            notifynl_ids=[item[3] for item in items],
+            contactgegeven_ids=[item[4] for item in items],
+        )
+    except psycopg.Error as error:
+        # The database refused the call as a whole (a constraint, a bug): find the item by
+        # committing one by one. Not when it could not answer (connection, shutdown): every
+        # item would wait for the same failure; their leases run out and they are re-claimed.
+        if len(items) == 1 or not error.sqlstate or error.sqlstate[:2] in ("08", "57"):
+            raise
+        return [await _finish_one(ctx, item) for item in items]
+    return [_result(row) for row in rows]
+
+
+async def _finish_one(ctx: Context, item: tuple) -> object:
+    try:
+        return (await _finish_batch(ctx, [item]))[0]
+    except Exception as error:  # that item's own failure
+        return error
+
+
+def _result(row) -> object:
+    if row.fout is None:
+        return row.status
+    if row.fout == "NM011":
+        return StaleClaim()
+    # Refused by the SQL (an outcome the notification no longer allows, …): a failure
+    # inside the NMC, counted on the task; the SQLSTATE is the error class.
+    return Failure(f"verzenden-{row.fout}")

@@ -1,0 +1,112 @@
+"""The webhook call to a DV (SPEC §7): one batch of CloudEvents, signed, with its cursor.
+
+    POST <the DV's webhook URL>
+    Content-Type: application/cloudevents-batch+json
+    Authorization: Bearer <JWT: iss = the NMC, aud = the URL, exp <= 5 min, jti>
+    Nmc-Cursor: <the feed cursor of the batch's last event>
+    traceparent: <the span of the LDV record of this provision>
+
+    [<CloudEvent>, …]        exactly as the feed serves them (nmc.cloudevents)
+
+The cursor is sealed with the API's codec (nmc.feed_cursor), so the DV can PUT it to
+/notificaties/wijzigingen/bevestiging or continue the feed from it. Redirects are not
+followed: the token's `aud` names this URL only.
+
+The DV's answer becomes an outcome word for nmc.finish_terugkoppelen: 2xx `geleverd`, 410
+`weg` (the DV wants no more calls), anything else, a timeout or a connection error
+`mislukt`, with a short error class (`webhook-http-503`, `webhook-timeout`) that names no URL
+and no content.
+"""
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from nmc.cloudevents import to_cloudevent
+from nmc.feed_cursor import CursorCodec, Position
+from nmc.webhook_signing import SigningRing
+
+SERVICE = "webhook"
+CONTENT_TYPE = "application/cloudevents-batch+json"
+CURSOR_HEADER = "Nmc-Cursor"
+TOKEN_LIFETIME_SECONDS = 120
+"""Well within the 5 minutes SPEC §7 allows, and longer than any call may take."""
+
+
+@dataclass(frozen=True)
+class Batch:
+    body: bytes
+    cursor: str
+    notificatie_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Levering:
+    """How a call went: `geleverd`, `weg` or `mislukt`, and the error class of a failure."""
+
+    uitkomst: str
+    fout: str | None = None
+
+
+class WebhookClient:
+    """Builds and sends the webhook batches of this NMC (its signing ring, issuer, event
+    source and cursor codec)."""
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        signing: SigningRing,
+        *,
+        issuer: str,
+        source: str,
+        cursors: CursorCodec,
+    ) -> None:
+        self._client = client
+        self._signing = signing
+        self._issuer = issuer
+        self._source = source
+        self._cursors = cursors
+
+    def batch(self, dv_id: int, page: Mapping[str, Any]) -> Batch:
+        """The body and the `Nmc-Cursor` of a non-empty page of nmc.claim_terugkoppelen."""
+        events = page["events"]
+        if not events:
+            raise ValueError("an empty page is not delivered")
+        last = Position.from_page(page).after_event(events[-1])
+        body = [to_cloudevent(event, self._source) for event in events]
+        return Batch(
+            body=json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8"),
+            cursor=self._cursors.encode(dv_id, last),
+            notificatie_ids=tuple(str(event["notificatieId"]) for event in events),
+        )
+
+    async def deliver(
+        self, url: str, batch: Batch, headers: Mapping[str, str] | None = None
+    ) -> Levering:
+        token = self._signing.sign(
+            url, issuer=self._issuer, lifetime_seconds=TOKEN_LIFETIME_SECONDS
+        )
+        try:
+            response = await self._client.post(
+                url,
+                content=batch.body,
+                headers={
+                    **(headers or {}),
+                    "Content-Type": CONTENT_TYPE,
+                    "Authorization": f"Bearer {token}",
+                    CURSOR_HEADER: batch.cursor,
+                },
+                follow_redirects=False,
+            )
+        except httpx.TimeoutException:
+            return Levering("mislukt", f"{SERVICE}-timeout")
+        except (httpx.TransportError, httpx.InvalidURL):
+            return Levering("mislukt", f"{SERVICE}-verbinding")
+        if 200 <= response.status_code < 300:
+            return Levering("geleverd")
+        if response.status_code == 410:
+            return Levering("weg", f"{SERVICE}-http-410")
+        return Levering("mislukt", f"{SERVICE}-http-{response.status_code}")

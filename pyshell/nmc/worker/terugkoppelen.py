@@ -1,0 +1,87 @@
+"""Webhook delivery (`terugkoppelen`, SPEC §7): one task per DV with a webhook POSTs the next
+batch of its events, from the DV's own delivery position, to the registered URL.
+
+nmc.claim_terugkoppelen hands over the URL and the batch (at most the DV's maxBatch, below
+the visibility watermark) as a feed page; nmc.adapters.webhook turns it into the signed call.
+nmc.finish_terugkoppelen decides what the answer means: `geleverd` (2xx) moves the delivery
+position, which is not an acknowledgement; `mislukt` backs off and, after the DV's maxMislukt,
+pauses with growing waits; `weg` (410) disables the webhook until the DV resumes it. One
+batch per call and one call per task: never a retry per event, never from zero. A worker
+that dies mid-call leaves the position where it was; the next claim (after the lease) sends
+that batch again: at least once, only the last batch.
+
+An empty batch is not sent: finishing it only moves the position up to the watermark. Before
+each call: the lease is extended and the LDV record of the provision is written (an LDV
+outage defers the task without counting against the DV's webhook). The task of a DV that
+was deactivated or lost its webhook comes without a URL and is closed.
+
+nmc.ensure_terugkoppelen plans the tasks (a new webhook, one resumed after a 410, an epoch
+raise): this kind calls it at its first round and then once a minute.
+"""
+
+import logging
+import secrets
+import time
+
+from nmc.worker.context import Context, Failure, settle
+from nmc.worker.logs import event
+
+SOORT = "terugkoppelen"
+ENSURE_EVERY_S = 60.0
+LDV_NAAM = "webhook.batch"
+
+
+class Terugkoppelen:
+    def __init__(self) -> None:
+        self._ensured_at = float("-inf")
+
+    async def claim(self, ctx: Context, batch: int) -> list:
+        now = time.monotonic()
+        if now - self._ensured_at >= ENSURE_EVERY_S:
+            gepland = await ctx.db.value("ensure_terugkoppelen")
+            self._ensured_at = now
+            if gepland:
+                event(logging.INFO, "terugkoppelen-gepland", aantal=gepland)
+        return await ctx.db.rows("claim_terugkoppelen", eigenaar=ctx.eigenaar, batch=batch)
+
+    async def handle(self, ctx: Context, taak) -> str:
+        return await settle(ctx, SOORT, taak.taak_id, taak.claim_epoch, _deliver(ctx, taak))
+
+
+async def _deliver(ctx: Context, taak) -> str:
+    if taak.webhook_url is None:
+        await ctx.db.rows("finish_taak", taak_id=taak.taak_id, claim_epoch=taak.claim_epoch)
+        return "geen-webhook"
+    if ctx.webhook is None:
+        raise Failure("webhook-niet-ingesteld")
+    page = taak.pagina
+    if not page["events"]:
+        return await _finish(ctx, taak, "geleverd", page["xid"], page["eventId"])
+    batch = ctx.webhook.batch(taak.dv_id, page)
+    await ctx.extend_lease(taak.taak_id, taak.claim_epoch)
+    headers = await ctx.ldv.register_verstrekking(
+        secrets.token_hex(16), LDV_NAAM, taak.dv_id, batch.notificatie_ids
+    )
+    levering = await ctx.webhook.deliver(taak.webhook_url, batch, headers)
+    if levering.fout:
+        event(
+            logging.WARNING,
+            "webhook-niet-geleverd",
+            taak_id=taak.taak_id,
+            dv_id=taak.dv_id,
+            fout=levering.fout,
+        )
+    if levering.uitkomst == "geleverd":
+        return await _finish(ctx, taak, "geleverd", page["xid"], page["eventId"])
+    return await _finish(ctx, taak, levering.uitkomst, None, None)
+
+
+async def _finish(ctx: Context, taak, uitkomst: str, xid, event_id) -> str:
+    return await ctx.db.value(
+        "finish_terugkoppelen",
+        taak_id=taak.taak_id,
+        claim_epoch=taak.claim_epoch,
+        uitkomst=uitkomst,
+        xid=xid,
+        event_id=event_id,
+    )
