@@ -1,0 +1,340 @@
+"""`nmc soak` (issue 9): the checker fails on every kind of crafted violation, and a CI-sized
+soak (400 notifications, faults, kills, a PostgreSQL restart) passes end to end in its own
+NMC_HOME and port (the shared cluster is never touched)."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import pytest
+
+from nmc.soak import checks, evidence, privacy, workload
+from nmc.soak.evidence import EventRow, NotificatieRow, SendCall, SendLog
+from stacktest import free_port, needs_server_binaries, private_home, processes_of
+
+SOAK_TIMEOUT_S = 170  # the issue's budget is 3 minutes on this loaded 2-core machine
+
+A, B, C = (f"00000000-0000-4000-8000-00000000000{i}" for i in (1, 2, 3))
+ALLOWED = {
+    (None, "aangenomen"), ("aangenomen", "in-verzending"), ("in-verzending", "verzonden"),
+    ("verzonden", "bezorgd"), ("bezorgd", "definitief-bezorgd"),
+    ("verzonden", "bezorgstatus-onbekend"), ("bezorgstatus-onbekend", "bezorgd"),
+    ("verzonden", "niet-bezorgbaar"), ("aangenomen", "geannuleerd"),
+}  # fmt: skip
+
+
+def row(notificatie_id: str, status: str, versie: int, reden=None, dv_id=1) -> NotificatieRow:
+    return NotificatieRow(notificatie_id, dv_id, status, reden, versie)
+
+
+def chain(notificatie_id: str, *statuses: str) -> list[EventRow]:
+    events, previous = [], None
+    for sequence, naar in enumerate(statuses, start=1):
+        events.append(EventRow(notificatie_id, sequence, previous, naar))
+        previous = naar
+    return events
+
+
+DELIVERED = ("aangenomen", "in-verzending", "verzonden", "bezorgd", "definitief-bezorgd")
+
+
+def by_name(verdicts: list[checks.Verdict]) -> dict[str, checks.Verdict]:
+    return {v.name: v for v in verdicts}
+
+
+# ---------------------------------------------------------------------------------------
+# Intake
+
+
+def test_intake_checks_pass_on_a_clean_run_and_fail_on_each_violation():
+    notificaties = {A: row(A, "definitief-bezorgd", 5), B: row(B, "geannuleerd", 2)}
+    clean = checks.intake({"r1": {A}, "r2": {B}}, 2, [], notificaties)
+    assert all(v.ok for v in clean)
+    assert checks.exit_code(clean) == 0
+
+    # A 202 whose notification is gone, one still under way, a dvRef with two ids, a job
+    # given up, and a notification nobody saw.
+    notificaties = {A: row(A, "verzonden", 3), C: row(C, "definitief-bezorgd", 5)}
+    broken = by_name(checks.intake({"r1": {A}, "r2": {B, C}}, 3, ["intake X (1)"], notificaties))
+    accepted = broken["every submission accepted, one id per dvRef"]
+    assert accepted.count == 3  # the given-up job, the missing 202, the second id
+    final = broken["every accepted notification exists, in a terminal status"]
+    assert final.count == 2
+    assert any("not in the database" in e for e in final.examples)
+    assert any("verzonden" in e for e in final.examples)
+    unseen = checks.intake({"r1": {A}}, 1, [], {A: row(A, "verlopen", 2), B: row(B, "verlopen", 2)})
+    assert by_name(unseen)["no notification in the database the client never saw"].count == 1
+    assert checks.exit_code(broken.values()) == 1
+
+
+def test_intake_during_the_restart_must_answer_and_never_with_a_500():
+    assert checks.intake_during_restart({"202": 9, "503": 3}, {"503": 3}, None).ok
+    assert not checks.intake_during_restart({"202": 9, "500": 1}, {"503": 3}, None).ok
+    assert not checks.intake_during_restart({"202": 9}, {}, None).ok  # nothing answered
+    assert not checks.intake_during_restart({"202": 9}, None, "StackError").ok
+
+
+# ---------------------------------------------------------------------------------------
+# The event log
+
+
+def test_event_chains_pass_a_late_receipt_after_bezorgstatus_onbekend():
+    onbekend_then_delivered = (
+        "aangenomen", "in-verzending", "verzonden", "bezorgstatus-onbekend", "bezorgd",
+        "definitief-bezorgd",
+    )  # fmt: skip
+    notificaties = {A: row(A, "definitief-bezorgd", 5), B: row(B, "definitief-bezorgd", 6)}
+    events = chain(A, *DELIVERED) + chain(B, *onbekend_then_delivered)
+    assert all(v.ok for v in checks.event_chains(notificaties, events, ALLOWED))
+
+
+@pytest.mark.parametrize(
+    ("events", "status", "versie", "failing"),
+    [
+        # a gap: sequence 3 is missing
+        ([e for e in chain(A, *DELIVERED) if e.sequence != 3], "definitief-bezorgd", 5,
+         "gap-free"),
+        # the table's version is ahead of the events
+        (chain(A, *DELIVERED), "definitief-bezorgd", 6, "gap-free"),
+        # the last event is not the status
+        (chain(A, *DELIVERED[:4]), "definitief-bezorgd", 4, "gap-free"),
+        # a pair the trigger should have refused
+        (chain(A, "aangenomen", "verzonden"), "verzonden", 2, "allowed"),
+        # an allowed pair that does not chain: from bezorgd, but the event before went to
+        # in-verzending
+        ([*chain(A, "aangenomen", "in-verzending"),
+          EventRow(A, 3, "bezorgd", "definitief-bezorgd")], "definitief-bezorgd", 3, "allowed"),
+        # an absorbing terminal status left again
+        (chain(A, "aangenomen", "geannuleerd", "in-verzending"), "in-verzending", 3, "terminal"),
+        # two terminal events
+        (chain(A, "aangenomen", "in-verzending", "verzonden", "niet-bezorgbaar",
+               "niet-bezorgbaar"), "niet-bezorgbaar", 5, "terminal"),
+    ],
+)  # fmt: skip
+def test_event_chains_fail_on_a_crafted_violation(events, status, versie, failing):
+    verdicts = checks.event_chains({A: row(A, status, versie)}, events, ALLOWED)
+    broken = [v.name for v in verdicts if not v.ok]
+    assert any(failing in name for name in broken), broken
+
+
+def test_a_notification_without_events_or_events_without_a_notification_fail():
+    verdicts = checks.event_chains({A: row(A, "aangenomen", 1)}, chain(B, "aangenomen"), ALLOWED)
+    assert verdicts[0].count == 2
+
+
+# ---------------------------------------------------------------------------------------
+# The feed
+
+
+@dataclass(frozen=True)
+class Held:
+    status: str
+    versie: int
+    reden: str | None = None
+
+
+def test_feed_check_wants_exactly_the_final_state_from_each_dv_consumer():
+    notificaties = {
+        A: row(A, "definitief-bezorgd", 5),
+        B: row(B, "niet-bezorgbaar", 4, "onbereikbaar", dv_id=2),
+    }
+    good = {"dv1": {A: Held("definitief-bezorgd", 5)},
+            "dv2": {B: Held("niet-bezorgbaar", 4, "onbereikbaar")}}  # fmt: skip
+    assert checks.feed(notificaties, good).ok
+
+    behind = {"dv1": {A: Held("bezorgd", 4)}, "dv2": good["dv2"]}
+    assert checks.feed(notificaties, behind).count == 1
+    wrong_reason = {"dv1": good["dv1"], "dv2": {B: Held("niet-bezorgbaar", 4, "technisch")}}
+    assert checks.feed(notificaties, wrong_reason).count == 1
+    missing = {"dv1": good["dv1"], "dv2": {}}
+    assert checks.feed(notificaties, missing).count == 1
+    extra = {"dv1": {**good["dv1"], C: Held("bezorgd", 4)}, "dv2": good["dv2"]}
+    assert checks.feed(notificaties, extra).count == 1
+    leaked = {"dv1": {**good["dv1"], **good["dv2"]}, "dv2": good["dv2"]}
+    assert checks.feed(notificaties, leaked).count == 2  # two DVs in one feed, held twice
+
+
+# ---------------------------------------------------------------------------------------
+# Duplicate e-mails
+
+
+def send_log(*calls: tuple[int, int, str, str | None]) -> SendLog:
+    """(taak, epoch, attempt, how that claim ended: committed/abandoned/uncommitted/None)."""
+    log = SendLog()
+    for taak_id, epoch, poging, end in calls:
+        log.calls.append(SendCall(taak_id, epoch, poging))
+        if end:
+            log.ends[(taak_id, epoch)] = end
+    return log
+
+
+def test_a_duplicate_email_needs_a_call_in_flight_on_that_attempt():
+    epochs = {1: 2, 2: 1, 3: 2}
+    # Attempt p1: the first claim died mid-call (no end logged) and was claimed again.
+    # Attempt p2: one clean send. Attempt p3: a timeout, then a re-claim.
+    log = send_log((1, 1, "p1", None), (1, 2, "p1", "committed"), (2, 1, "p2", "committed"),
+                   (3, 1, "p3", "abandoned"), (3, 2, "p3", "committed"))  # fmt: skip
+    counts = checks.in_flight({"p1": 2, "p2": 1, "p3": 2}, log, epochs)
+    assert (sum(counts.duplicates.values()), counts.expiries["p1"], counts.abandoned["p3"]) == (
+        2, 1, 1
+    )  # fmt: skip
+    bound, complete = checks.duplicates(counts, {"p1": 2, "p2": 1, "p3": 2})
+    assert bound.ok and complete.ok
+    assert "2 duplicate e-mails; 1 lease expiries" in bound.figure
+
+    # The same duplicates when every claim committed its answer: no call was in flight.
+    clean = send_log((1, 1, "p1", "committed"), (1, 2, "p1", "committed"),
+                     (3, 1, "p3", "committed"), (3, 2, "p3", "committed"))  # fmt: skip
+    bound, _ = checks.duplicates(checks.in_flight({"p1": 2, "p3": 2}, clean, epochs), {})
+    assert bound.count == 2
+
+    # Uncommitted but never claimed again: no lease expiry was taken over, nothing counts.
+    lonely = send_log((2, 1, "p2", "uncommitted"))
+    bound, _ = checks.duplicates(checks.in_flight({"p2": 2}, lonely, {2: 1}), {})
+    assert not bound.ok
+
+
+def test_the_duplicate_bound_is_refused_when_the_logs_miss_a_send_call():
+    counts = checks.in_flight({"p1": 1}, send_log((1, 1, "p1", "committed")), {1: 1})
+    _, complete = checks.duplicates(counts, {"p1": 2})  # NotifyNL saw two calls
+    assert complete.count == 1
+
+
+def test_the_worker_log_is_read_into_calls_and_how_their_claims_ended(tmp_path):
+    log = tmp_path / "worker-1.log"
+    log.write_text(
+        "--- nmc worker (started …)\n"
+        '{"event": "worker-start", "soorten": ["verzenden"]}\n'
+        '{"event": "notifynl-verzenden", "soort": "verzenden", "taak_id": 7, "epoch": 1, '
+        '"poging_id": "p7"}\n'
+        '{"event": "taak-uitgesteld", "soort": "verzenden", "taak_id": 7, "epoch": 1, '
+        '"fout": "notifynl-timeout", "uitkomst": "uitgesteld"}\n'
+        '{"event": "notifynl-verzenden", "soort": "verzenden", "taak_id": 7, "epoch": 2, '
+        '"poging_id": "p7"}\n'
+        '{"event": "taak-klaar", "soort": "verzenden", "taak_id": 7, "epoch": 2, "uitkomst": "v"}\n'
+        '{"event": "notifynl-verzenden", "soort": "verzenden", "taak_id": 8, "epoch": 3, '
+        '"poging_id": "p8"}\n'
+        '{"event": "taak-mislukt", "soort": "verzenden", "taak_id": 8, "epoch": 3, '
+        '"fout": "intern-X", "uitkomst": "database-fout"}\n'
+        '{"event": "taak-klaar", "soort": "receipt", "taak_id": 9, "epoch": 1}\n'
+        '{"event": "notifynl-verzenden", "soort": "verzen'  # cut off by a SIGKILL
+    )
+    read = evidence.read_send_log([log])
+    assert [c.poging_id for c in read.calls] == ["p7", "p7", "p8"]
+    assert read.ends == {(7, 1): "abandoned", (7, 2): "committed", (8, 3): "uncommitted"}
+    assert read.unreadable_lines == 1
+
+
+# ---------------------------------------------------------------------------------------
+# Personal data
+
+
+def personal() -> workload.PersonalData:
+    work = workload.build(workload.MIN_COUNT, marker="zq1a2b3c4d")
+    return work.personal
+
+
+def test_the_privacy_scan_finds_every_kind_of_value_and_names_no_value():
+    data = personal()
+    email = sorted(data.emails)[0]
+    dvref = sorted(data.dvrefs)[0]
+    naam = next(v for v in sorted(data.personalisation) if v.startswith("Bedrijf"))
+    number = sorted(data.numbers)[0]
+    texts = [
+        ("worker-1.log", f'{{"event": "x", "to": "{email}"}}'),
+        ("api.log", f"dvRef={dvref}&limiet=5"),
+        ("notifynl.log", f"personalisation: naam: {naam}"),
+        ("postgres.log", f"DETAIL:  Key (nummer)=({number}) already exists."),
+    ]
+    findings = privacy.scan(texts, data)
+    assert {(f.kind, f.where) for f in findings} == {
+        ("e-mail", "worker-1.log"), ("dvRef", "api.log"), ("personalisatie", "notifynl.log"),
+        ("identificatienummer", "postgres.log"),
+    }  # fmt: skip
+    verdict = checks.privacy(findings, len(texts))
+    assert verdict.count == 4
+    for shown in (str(f) for f in findings):
+        assert not any(v in shown for v in (email, dvref, naam, number))
+
+
+def test_the_privacy_scan_passes_ids_timestamps_and_other_numbers():
+    data = personal()
+    number = sorted(data.numbers)[0]
+    clean = (
+        f'{{"ts": "2026-11-30T12:00:00.000+00:00", "taak_id": 12345678, "poging_id": '
+        f'"{number[:8]}-1234-4abc-8def-0123456789ab", "pid": {number}1}}'
+    )
+    assert privacy.scan([("worker-1.log", clean)], data) == []
+
+
+# ---------------------------------------------------------------------------------------
+# The workload
+
+
+def test_the_workload_covers_every_dv_regie_and_way_in():
+    work = workload.build(600, marker=workload.new_marker())
+    assert len(work.notificaties) == 600
+    assert {n.dv.oin for n in work.notificaties} == {dv.oin for dv in workload.DVS}
+    assert {n.scenario.regie for n in work.notificaties} == {"decentraal", "centraal"}
+    jobs = work.batches()
+    assert sum(len(job) for job in jobs) == 600
+    assert any(len(job) == 1 for job in jobs) and any(len(job) > 1 for job in jobs)
+    for job in jobs:  # a batch is of one DV and one regie
+        assert len({(n.dv.oin, n.scenario.regie) for n in job}) == 1
+    # Every personal value but the numbers carries the marker.
+    marker = work.personal.marker
+    values = work.personal.emails | work.personal.dvrefs | work.personal.personalisation
+    assert all(marker in v for v in values)
+    # A short geldigTot is set at submission (the NMC clock moves meanwhile), once.
+    short = next(job for job in jobs if any(n.scenario.action == "short-validity" for n in job))
+    item = next(n for n in short if n.scenario.action == "short-validity")
+    assert "geldigTot" not in item.body
+    workload.set_short_validity(short, datetime(2030, 1, 1, tzinfo=UTC))
+    workload.set_short_validity(short, datetime(2031, 1, 1, tzinfo=UTC))  # a repeat: unchanged
+    assert item.body["geldigTot"] == "2030-01-01T00:20:00Z"
+    assert len(work.personal.numbers) == sum(1 for n in work.notificaties
+                                             if n.scenario.regie == "centraal")  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------
+# The CI-sized soak, end to end
+
+
+@needs_server_binaries
+def test_a_ci_sized_soak_passes_every_check_and_leaves_nothing_running():
+    with private_home() as home:
+        env = {key: value for key, value in os.environ.items() if key != "NMC_DATABASE_URL"}
+        env.update(NMC_HOME=str(home), NMC_DB_PORT=str(free_port()), PYTHONUNBUFFERED="1")
+        started = time.monotonic()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "nmc", "soak", "--count", "400", "--no-tty",
+             "--phase-timeout", "90", "--seed", "11"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True,
+        )  # fmt: skip
+        try:
+            output, _ = process.communicate(timeout=SOAK_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGTERM)
+            output, _ = process.communicate(timeout=60)
+            pytest.fail(f"the soak took longer than {SOAK_TIMEOUT_S} s:\n{output}")
+        seconds = time.monotonic() - started
+        assert process.returncode == 0, output
+        assert "every check passed" in output
+        assert re.search(r"\b400 of 400\b", output), output
+        # The chaos really happened.
+        kills = int(re.search(r"(\d+) workers killed \(SIGKILL\)", output).group(1))
+        assert kills >= 3, output
+        assert re.search(r"PostgreSQL restart \(fast shutdown, \d+ s down, start\): [\d.]+ s",
+                         output), output  # fmt: skip
+        assert re.search(r"answers through the restart: .*503 [1-9]", output), output
+        assert re.search(r"[1-9]\d* snapshot restarts \(410\)", output), output
+        answers = re.search(r"NotifyNL: \d+ send calls, answers (.*?);", output).group(1)
+        assert re.search(r"\b50[034] [1-9]", answers), answers  # NotifyNL's 5xx and timeouts
+        assert processes_of(home) == []
+        print(f"soak --count 400 took {seconds:.0f} s")
