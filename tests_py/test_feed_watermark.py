@@ -29,13 +29,18 @@ def feed_dv(conn) -> int:
     dv_id = conn.execute(
         "SELECT nmc.apply_dienstverlener(%s::jsonb)",
         (
-            json.dumps({
-                "oin": DV_OIN, "naam": "Watermerk", "quotumPerMinuut": 1000000,
-                "quotumPerDag": 10000000, "feedAanroepenPerMinuut": 1000000,
-                "berichttypen": [{
-                    "code": "t", "notifynlTemplateId": "a0a0a0a0-0000-4000-8000-000000000001"
-                }],
-            }),
+            json.dumps(
+                {
+                    "oin": DV_OIN,
+                    "naam": "Watermerk",
+                    "quotumPerMinuut": 1000000,
+                    "quotumPerDag": 10000000,
+                    "feedAanroepenPerMinuut": 1000000,
+                    "berichttypen": [
+                        {"code": "t", "notifynlTemplateId": "a0a0a0a0-0000-4000-8000-000000000001"}
+                    ],
+                }
+            ),
         ),
     ).fetchone()[0]
     return dv_id
@@ -167,9 +172,7 @@ def test_a_writer_in_another_database_holds_the_watermark(db_url, admin_url, fee
         assert len(reader.read_until(1)) == 1
     finally:
         with psycopg.connect(admin_url, autocommit=True) as admin:
-            admin.execute(
-                sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(other_db))
-            )
+            admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(other_db)))
 
 
 def test_a_read_only_transaction_does_not_hold_the_watermark(db_url, feed_dv):
@@ -188,8 +191,12 @@ def test_fifty_concurrent_writers_and_a_polling_reader_agree_exactly(db_url, fee
     """Random long transactions, some rolled back; the reader polls throughout."""
     rng = random.Random(20261130)  # noqa: S311 - reproducible interleavings, not secrets
     plans = [
-        (_notificatie(db_url, feed_dv), rng.randint(1, 4), rng.uniform(0.0, 0.15),
-         rng.random() < 0.2)
+        (
+            _notificatie(db_url, feed_dv),
+            rng.randint(1, 4),
+            rng.uniform(0.0, 0.15),
+            rng.random() < 0.2,
+        )
         for _ in range(50)
     ]
     stop = threading.Event()

@@ -74,10 +74,16 @@ from test_receipt_properties import (
 # --- SPEC §4: the vocabulary and the transition table ------------------------------------------
 
 NIET_TERMINAAL = ("aangenomen", "in-verzending", "verzonden", "bezorgd")
-TERMINAAL = frozenset({
-    "definitief-bezorgd", "niet-bezorgbaar", "technisch-mislukt", "bezorgstatus-onbekend",
-    "verlopen", "geannuleerd",
-})
+TERMINAAL = frozenset(
+    {
+        "definitief-bezorgd",
+        "niet-bezorgbaar",
+        "technisch-mislukt",
+        "bezorgstatus-onbekend",
+        "verlopen",
+        "geannuleerd",
+    }
+)
 # An attempt is running while verzonden or onbekend.
 LOPEND = frozenset({"verzonden", "onbekend"})
 # The final NotifyNL statuses and the attempt status each gives.
@@ -90,26 +96,28 @@ DEFINITIEF = {
 MISLUKT = ("temporary-failure", "permanent-failure")
 
 # The pairs the SPEC's transition table implies, row by row.
-SPEC_OVERGANGEN = frozenset({
-    (None, "aangenomen"),
-    ("aangenomen", "in-verzending"),
-    ("in-verzending", "verzonden"),
-    ("verzonden", "verzonden"),
-    ("aangenomen", "geannuleerd"),
-    ("verzonden", "bezorgd"),
-    ("bezorgstatus-onbekend", "bezorgd"),
-    ("bezorgd", "definitief-bezorgd"),
-    ("bezorgd", "verzonden"),
-    ("bezorgd", "niet-bezorgbaar"),
-    ("bezorgd", "verlopen"),
-    ("verzonden", "niet-bezorgbaar"),
-    ("in-verzending", "niet-bezorgbaar"),
-    ("bezorgstatus-onbekend", "niet-bezorgbaar"),
-    ("in-verzending", "technisch-mislukt"),
-    ("verzonden", "technisch-mislukt"),
-    *((van, "verlopen") for van in NIET_TERMINAAL),
-    ("verzonden", "bezorgstatus-onbekend"),
-})
+SPEC_OVERGANGEN = frozenset(
+    {
+        (None, "aangenomen"),
+        ("aangenomen", "in-verzending"),
+        ("in-verzending", "verzonden"),
+        ("verzonden", "verzonden"),
+        ("aangenomen", "geannuleerd"),
+        ("verzonden", "bezorgd"),
+        ("bezorgstatus-onbekend", "bezorgd"),
+        ("bezorgd", "definitief-bezorgd"),
+        ("bezorgd", "verzonden"),
+        ("bezorgd", "niet-bezorgbaar"),
+        ("bezorgd", "verlopen"),
+        ("verzonden", "niet-bezorgbaar"),
+        ("in-verzending", "niet-bezorgbaar"),
+        ("bezorgstatus-onbekend", "niet-bezorgbaar"),
+        ("in-verzending", "technisch-mislukt"),
+        ("verzonden", "technisch-mislukt"),
+        *((van, "verlopen") for van in NIET_TERMINAAL),
+        ("verzonden", "bezorgstatus-onbekend"),
+    }
+)
 
 
 # --- the reference model ------------------------------------------------------------------------
@@ -233,7 +241,11 @@ class Model:
         return n.taken.get(self.sleutel(soort, poging))
 
     def plan(
-        self, n: Notificatie, soort: str, due: datetime, poging: Poging | None = None,
+        self,
+        n: Notificatie,
+        soort: str,
+        due: datetime,
+        poging: Poging | None = None,
         bijwerken: bool = False,
     ) -> None:
         taak = self.taak(n, soort, poging)
@@ -249,7 +261,9 @@ class Model:
 
     def heeft_taak(self, n: Notificatie) -> bool:
         return bool(
-            n.taken or n.mislukte_taken or n.wissen_gepland
+            n.taken
+            or n.mislukte_taken
+            or n.wissen_gepland
             or any(r.notificatie is n for r in self.wachtrij)
         )
 
@@ -367,8 +381,11 @@ class Model:
         due = self.nu + self.inst.uitstel(taak.uitstellen)
         # Only geldig_tot bounds the wait of a send. Keuze (defer_taak COMMENT): whatever the
         # status, as long as the table allows verlopen from it (bezorgd too).
-        if taak.soort == "verzenden" and due > n.geldig_tot \
-                and (n.status, "verlopen") in SPEC_OVERGANGEN:
+        if (
+            taak.soort == "verzenden"
+            and due > n.geldig_tot
+            and (n.status, "verlopen") in SPEC_OVERGANGEN
+        ):
             self.overgang(n, "verlopen", "verlopen")
             self.sluit(n, taak)
             return
@@ -416,7 +433,11 @@ class Model:
         return len(rij)
 
     def oordeel(
-        self, n: Notificatie, p: Poging, notifynl_id: uuid.UUID | None, status: str,
+        self,
+        n: Notificatie,
+        p: Poging,
+        notifynl_id: uuid.UUID | None,
+        status: str,
         completed_at: datetime | None,
     ) -> None:
         """Judge one NotifyNL outcome for attempt p: a receipt, or (without id) a
@@ -503,7 +524,9 @@ class Model:
             # the callback window before the task's due.
             vaststellen = self.taak(n, "vaststellen")
             return (
-                status in MISLUKT and vaststellen is not None and vaststellen.poging is p
+                status in MISLUKT
+                and vaststellen is not None
+                and vaststellen.poging is p
                 and c <= vaststellen.due - self.inst.callback_venster
             )
         if n.status in ("in-verzending", "verzonden", "bezorgstatus-onbekend"):
@@ -536,7 +559,10 @@ class Model:
         return None
 
     def navraag_afronden(
-        self, claim: Claim, antwoord: str, status: str | None = None,
+        self,
+        claim: Claim,
+        antwoord: str,
+        status: str | None = None,
         completed_at: datetime | None = None,
     ) -> None:
         """antwoord: gevonden (status final or not) or 404."""
@@ -612,7 +638,10 @@ class Model:
                 (n.status, n.reden, n.versie),
                 [
                     [
-                        p.nummer, p.status, tekst(p.referentie), tekst(p.notifynl_id),
+                        p.nummer,
+                        p.status,
+                        tekst(p.referentie),
+                        tekst(p.notifynl_id),
                         [str(d) for d in p.duplicaten],
                     ]
                     for p in n.pogingen
@@ -634,24 +663,53 @@ class Model:
 WERKER = "modeltest"
 MAX_NOTIFICATIES = 3
 GELDIGHEDEN = (
-    timedelta(days=3), timedelta(days=20), timedelta(days=1), timedelta(hours=2),
+    timedelta(days=3),
+    timedelta(days=20),
+    timedelta(days=1),
+    timedelta(hours=2),
     timedelta(minutes=10),
 )
 KLOKSTAPPEN = (
-    timedelta(hours=1), timedelta(minutes=3), timedelta(minutes=1), timedelta(minutes=10),
-    timedelta(hours=6), timedelta(days=1), timedelta(days=3), timedelta(days=8),
+    timedelta(hours=1),
+    timedelta(minutes=3),
+    timedelta(minutes=1),
+    timedelta(minutes=10),
+    timedelta(hours=6),
+    timedelta(days=1),
+    timedelta(days=3),
+    timedelta(days=8),
 )
 LEEFTIJDEN = (0, 1, 30, 600, 3600, 86400, 6 * 86400, 8 * 86400, -60)  # seconds before now
 RECEIPT_STATUSSEN = (*DEFINITIEF, "delivered", "temporary-failure", "sending", "unknown-status")
 # What a worker does with a send claim: commit an outcome, or defer, fail, die, hold on.
 VERZENDACTIES = (
-    *["verzonden"] * 8, "ongeldig-adres", "geen-contactgegevens", "verlopen", "uitstel",
-    "uitstel", "fout", "fout", "sterft", "sterft-na-201", "vasthouden", "vasthouden",
+    *["verzonden"] * 8,
+    "ongeldig-adres",
+    "geen-contactgegevens",
+    "verlopen",
+    "uitstel",
+    "uitstel",
+    "fout",
+    "fout",
+    "sterft",
+    "sterft-na-201",
+    "vasthouden",
+    "vasthouden",
 )
 # What a worker does with a reconciliation claim: NotifyNL's answer, or the same choices.
 NAVRAAGACTIES = (
-    *["definitief"] * 4, "lopend", "lopend", "onbekend", "404", "404", "uitstel", "fout",
-    "sterft", "vasthouden", "vasthouden", "vasthouden",
+    *["definitief"] * 4,
+    "lopend",
+    "lopend",
+    "onbekend",
+    "404",
+    "404",
+    "uitstel",
+    "fout",
+    "sterft",
+    "vasthouden",
+    "vasthouden",
+    "vasthouden",
 )
 
 # One operation per step: (name, arguments…). The machine has a single rule that runs
@@ -700,9 +758,18 @@ OPERATIES = {
 }
 # Hypothesis favours the first entries of a sampled list: the busiest operations come first.
 WEGING = {
-    "receipt": 4, "verzendronde": 4, "navraagronde": 4, "klok_verzetten": 3,
-    "vastgehouden_claim": 3, "receipts_verwerken": 1, "vaststellen": 1, "controle": 1,
-    "verouderde_claim": 1, "receipt_herhalen": 1, "annuleren": 1, "aanname": 1,
+    "receipt": 4,
+    "verzendronde": 4,
+    "navraagronde": 4,
+    "klok_verzetten": 3,
+    "vastgehouden_claim": 3,
+    "receipts_verwerken": 1,
+    "vaststellen": 1,
+    "controle": 1,
+    "verouderde_claim": 1,
+    "receipt_herhalen": 1,
+    "annuleren": 1,
+    "aanname": 1,
 }
 operatie = st.sampled_from([naam for naam, gewicht in WEGING.items() for _ in range(gewicht)])
 operatie = operatie.flatmap(OPERATIES.__getitem__)
@@ -853,8 +920,7 @@ class Levenscyclus(RuleBasedStateMachine):
             WERKER,
         )
         assert sorted(r[:4] for r in rijen) == sorted(
-            (c.notificatie.id, c.epoch, c.poging.referentie, c.poging.notifynl_id)
-            for c in verwacht
+            (c.notificatie.id, c.epoch, c.poging.referentie, c.poging.notifynl_id) for c in verwacht
         )
         taak_ids = {r[0]: r[4] for r in rijen}
         for claim in verwacht:
@@ -888,7 +954,10 @@ class Levenscyclus(RuleBasedStateMachine):
             lambda: self.model.verzending_afronden(claim, uitkomst, notifynl_id),
             lambda: self.sql(
                 "SELECT nmc.finish_verzenden(%s, %s, %s, %s)",
-                claim.taak.db_id, claim.epoch, uitkomst, notifynl_id,
+                claim.taak.db_id,
+                claim.epoch,
+                uitkomst,
+                notifynl_id,
             ),
         )
 
@@ -910,7 +979,11 @@ class Levenscyclus(RuleBasedStateMachine):
             lambda: self.model.navraag_afronden(*args),
             lambda: self.sql(
                 "SELECT nmc.finish_navraag(%s, %s, %s, %s, %s)",
-                claim.taak.db_id, claim.epoch, gevonden, status, completed_at,
+                claim.taak.db_id,
+                claim.epoch,
+                gevonden,
+                status,
+                completed_at,
             ),
         )
 
@@ -958,8 +1031,14 @@ class Levenscyclus(RuleBasedStateMachine):
     # -- receipts
 
     def receipt(
-        self, keuze: int, welke: str, status: str, leeftijd: int, id_keuze: str,
-        verloren: bool, verwerken: bool,
+        self,
+        keuze: int,
+        welke: str,
+        status: str,
+        leeftijd: int,
+        id_keuze: str,
+        verloren: bool,
+        verwerken: bool,
     ) -> None:
         """NotifyNL calls back for an attempt it holds (for an attempt still gepland: it
         accepted the send before the worker committed). Processed at once, or left for a
@@ -1077,9 +1156,7 @@ def test_the_models_transition_table_is_the_databases(conn):
 
 def test_lifecycle_follows_the_model(conn):
     toegestaan = toegestane_overgangen(conn)
-    run_state_machine_as_test(
-        lambda: Levenscyclus(conn, toegestaan), settings=MODEL_INSTELLINGEN
-    )
+    run_state_machine_as_test(lambda: Levenscyclus(conn, toegestaan), settings=MODEL_INSTELLINGEN)
 
 
 # --- former bugs: minimal examples of where the SQL once left the SPEC --------------------------

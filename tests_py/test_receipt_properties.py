@@ -32,13 +32,23 @@ import psycopg
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-TERMINAAL = frozenset({
-    "definitief-bezorgd", "niet-bezorgbaar", "technisch-mislukt", "bezorgstatus-onbekend",
-    "verlopen", "geannuleerd",
-})
+TERMINAAL = frozenset(
+    {
+        "definitief-bezorgd",
+        "niet-bezorgbaar",
+        "technisch-mislukt",
+        "bezorgstatus-onbekend",
+        "verlopen",
+        "geannuleerd",
+    }
+)
 ABSORBEREND = TERMINAAL - {"bezorgstatus-onbekend"}
 RECEIPT_STATUSSEN = (
-    "delivered", "permanent-failure", "temporary-failure", "technical-failure", "sending",
+    "delivered",
+    "permanent-failure",
+    "temporary-failure",
+    "technical-failure",
+    "sending",
     "unknown-status",
 )
 DEFINITIEVE_STATUSSEN = RECEIPT_STATUSSEN[:4]
@@ -84,8 +94,12 @@ def aannemen(conn: psycopg.Connection, dv_id: int, geldig_tot: datetime | None) 
         "SELECT nmc.intake_notificatie(%s, %s, 'bericht', 'decentraal', %s, 1::smallint, %s,"
         " '\\x01', NULL, '\\x02', 'kek-test', %s, NULL, %s)",
         [
-            notificatie_id, dv_id, secrets.token_bytes(32), secrets.token_bytes(32),
-            geldig_tot, secrets.token_hex(16),
+            notificatie_id,
+            dv_id,
+            secrets.token_bytes(32),
+            secrets.token_bytes(32),
+            geldig_tot,
+            secrets.token_hex(16),
         ],
     )
     return notificatie_id
@@ -110,9 +124,9 @@ def claim_verzenden(conn: psycopg.Connection) -> list[VerzendClaim]:
 
 
 def notifynl_id_van(conn: psycopg.Connection, poging_id: uuid.UUID) -> uuid.UUID | None:
-    return conn.execute(
-        "SELECT notifynl_id FROM nmc.poging WHERE id = %s", [poging_id]
-    ).fetchone()[0]
+    return conn.execute("SELECT notifynl_id FROM nmc.poging WHERE id = %s", [poging_id]).fetchone()[
+        0
+    ]
 
 
 def verzonden_melden(conn: psycopg.Connection, claim: VerzendClaim) -> None:
@@ -196,8 +210,16 @@ def controleer_invarianten(
         [dv_id],
     ).fetchall()
     for (
-        notificatie_id, status, reden, versie, terminaal_op_gezet, pogingen,
-        sequenties, van, naar, redenen,
+        notificatie_id,
+        status,
+        reden,
+        versie,
+        terminaal_op_gezet,
+        pogingen,
+        sequenties,
+        van,
+        naar,
+        redenen,
     ) in rows:
         waar = f"notificatie {notificatie_id} ({status})"
         assert sequenties == list(range(1, versie + 1)), f"{waar}: events {sequenties}"
@@ -366,7 +388,10 @@ def verzonden_notificatie(conn: psycopg.Connection, dv_id: int, begin: str) -> u
     if begin == "herverzonden":
         [(poging_id, *_)] = pogingen_van(conn, notificatie_id)
         receipt_opslaan(
-            conn, poging_id, notifynl_id_van(conn, poging_id), "temporary-failure",
+            conn,
+            poging_id,
+            notifynl_id_van(conn, poging_id),
+            "temporary-failure",
             nu(conn) - timedelta(days=10),
         )
         receipts_verwerken(conn)

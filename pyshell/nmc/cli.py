@@ -175,7 +175,10 @@ def _add_pipeline_commands(commands: argparse._SubParsersAction) -> None:
 
     worker = _command(commands, "worker", worker_command, "claim and work tasks until SIGTERM")
     worker.add_argument(
-        "--kinds", default="all", help="comma-separated task kinds (default: all)"
+        "--kinds",
+        default="",
+        help="comma-separated task kinds (default: every kind but onderhoud, which runs in a "
+        "worker of its own; `all` includes it)",
     )
     worker.add_argument("--batch", type=int, default=20, help="tasks per claim (20)")
     worker.add_argument(
