@@ -1,10 +1,14 @@
 -- A berichttype is retired, never deleted or renamed: notifications name it without a
 -- foreign key (schema/0012).
 BEGIN;
-SELECT plan(6);
+SELECT plan(7);
 \ir fixtures/setup.sql
 
 SELECT hasnt_fk('nmc', 'notificatie', 'the notificatie -> berichttype foreign key is gone');
+SELECT trigger_is(
+    'nmc', 'berichttype', 'berichttype_blijvend', 'nmc', 'refuse_berichttype_removal',
+    'nmc.refuse_berichttype_removal guards every update and delete of a berichttype'
+);
 SELECT throws_ok(
     $$DELETE FROM nmc.berichttype WHERE dv_id = 1001 AND code = 'aanslag'$$,
     'NM015', 'a berichttype is retired (actief = false), never deleted or renamed (DELETE refused)',

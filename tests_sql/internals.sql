@@ -1,6 +1,6 @@
 -- Internal helpers, tested directly (their callers' tests cover them in context too).
 BEGIN;
-SELECT plan(17);
+SELECT plan(19);
 \ir fixtures/setup.sql
 
 SELECT results_eq(
@@ -92,6 +92,24 @@ SELECT is(
     (SELECT due FROM nmc.taak WHERE notificatie_id = :'id' AND soort = 'vaststellen'),
     '2026-12-08 00:30+00'::timestamptz,
     'plan_vaststellen: due at completed_at + 7 days + the 30-minute callback window'
+);
+
+-- close_taken: every listed task done, its lease gone; an empty list changes nothing.
+UPDATE nmc.taak
+SET staat = 'claimed', lease_eigenaar = 'w', lease_tot = nmc.now() + interval '2 minutes'
+WHERE notificatie_id = :'id' AND soort = 'vaststellen';
+SELECT nmc.close_taken(array(
+    SELECT t.id FROM nmc.taak AS t WHERE t.notificatie_id = :'id' AND t.soort = 'vaststellen'
+));
+SELECT results_eq(
+    format($$SELECT staat::text, lease_eigenaar, lease_tot, afgerond_op = nmc.now()
+             FROM nmc.taak WHERE notificatie_id = %L AND soort = 'vaststellen'$$, :'id'),
+    $$VALUES ('done', NULL::text, NULL::timestamptz, true)$$,
+    'close_taken: the tasks are done, their leases dropped, afgerond_op now'
+);
+SELECT lives_ok(
+    'SELECT nmc.close_taken(ARRAY[]::bigint[])',
+    'close_taken: an empty list is a no-op'
 );
 
 SELECT * FROM finish();
