@@ -1,7 +1,7 @@
 -- Intake: one transaction writes notification, first event and first send task;
 -- idempotent replays; refusals with the offending item's index.
 BEGIN;
-SELECT plan(28);
+SELECT plan(34);
 \ir fixtures/setup.sql
 
 SELECT nmc.advance_clock('1 hour');
@@ -202,6 +202,47 @@ SELECT is(
     (SELECT geldig_tot - nmc.now() FROM nmc.notificatie WHERE id = :'maxid'),
     interval '30 days',
     'geldig_tot at the maximum is kept as given'
+);
+
+-- Trace ids (a character check, not a regular expression: schema/0013).
+CREATE FUNCTION pg_temp.met_trace(p_trace text) RETURNS text
+LANGUAGE sql AS $$
+    SELECT split_part(pg_temp.fout(format($f$SELECT nmc.intake_notificatie(gen_random_uuid(), 1001,
+        'aanslag', 'decentraal', pg_temp.b32(%L), 1::smallint, pg_temp.b32('p'), '\x0a',
+        '\x0b', '\x0c', 'kek-1', NULL, NULL, %L)$f$, 'trace-' || p_trace, p_trace)), ':', 1)
+$$;
+SELECT is(
+    pg_temp.met_trace('0123456789abcdef0123456789abcdef'), NULL,
+    'a trace id of 32 lower-case hex digits is stored'
+);
+SELECT is(
+    pg_temp.met_trace('0123456789ABCDEF0123456789abcdef'), '23514',
+    'upper-case hex in a trace id is refused'
+);
+SELECT is(
+    pg_temp.met_trace('0123456789abcdef0123456789abcde'), '23514',
+    'a trace id of 31 digits is refused'
+);
+SELECT is(
+    pg_temp.met_trace('0123456789abcdef0123456789abcdeg'), '23514',
+    'a non-hex character in a trace id is refused'
+);
+SELECT throws_ok(
+    $$UPDATE nmc.taak SET trace_id = 'é123456789abcdef0123456789abcde' WHERE soort = 'verzenden'$$,
+    '23514', NULL, 'a task''s trace id obeys the same rule'
+);
+
+-- Insert first, judge after: a refusal after the insert leaves nothing of the batch.
+UPDATE nmc.dienstverlener SET quotum_per_minuut = 1 WHERE dv_id = 1002;
+SELECT is(
+    split_part(pg_temp.fout($$SELECT pg_temp.batch(1002, 'decentraal', '{herinnering,herinnering}',
+        '{q-1,q-2}', '{p,p}')$$), ':', 1) || ' ' || (
+        SELECT count(*)
+        FROM nmc.notificatie
+        WHERE dvref_hmac IN (pg_temp.b32('q-1'), pg_temp.b32('q-2'))
+    ),
+    'NM009 0',
+    'a batch over quota is refused (NM009) and stores none of its items'
 );
 
 -- DV and arrays.

@@ -53,38 +53,18 @@ BEGIN
         RAISE EXCEPTION 'unknown or inactive dienstverlener' USING ERRCODE = 'NM010';
     END IF;
 
-    -- Refusals, first offending item first; DETAIL is the 0-based item index.
-    WITH item AS (
-        SELECT
-            u.nr - 1 AS item,
-            u.hash,
-            coalesce(b.actief AND p_regie = ANY(b.regie_toegestaan), false) AS toegestaan,
-            u.geldig_tot IS NULL
-            OR (u.geldig_tot > v_nu AND u.geldig_tot <= v_nu + b.geldigheid_max) AS geldig,
-            n.payload_hash AS bestaand_hash,
-            pg_catalog.first_value(u.hash) OVER (PARTITION BY u.hmac ORDER BY u.nr) AS eerste_hash,
-            pg_catalog.row_number() OVER (PARTITION BY u.hmac ORDER BY u.nr) AS volgnr
-        FROM unnest(p_berichttypen, p_dvref_hmacs, p_payload_hashes, p_geldig_tot)
-            WITH ORDINALITY AS u (berichttype, hmac, hash, geldig_tot, nr)
-        LEFT JOIN nmc.berichttype AS b ON b.dv_id = p_dv_id AND b.code = u.berichttype
-        -- One index probe per item (LIMIT keeps the planner from turning it into a join
-        -- that scans the DV's notifications when statistics are stale).
-        LEFT JOIN LATERAL (
-            SELECT x.payload_hash FROM nmc.notificatie AS x
-            WHERE x.dv_id = p_dv_id AND x.dvref_hmac = u.hmac
-            LIMIT 1
-        ) AS n ON true
-    )
-
+    -- Refusals that need no stored notification, first offending item first; DETAIL is
+    -- the 0-based item index.
     SELECT
-        pg_catalog.min(i.item) FILTER (WHERE NOT i.toegestaan),
-        pg_catalog.min(i.item) FILTER (WHERE NOT i.geldig),
-        pg_catalog.min(i.item) FILTER (
-            WHERE i.bestaand_hash <> i.hash OR i.eerste_hash <> i.hash
+        pg_catalog.min(u.nr - 1) FILTER (
+            WHERE NOT coalesce(b.actief AND p_regie = ANY(b.regie_toegestaan), false)
         ),
-        pg_catalog.count(*) FILTER (WHERE i.bestaand_hash IS NULL AND i.volgnr = 1)
-    INTO v_fout_berichttype, v_fout_geldig, v_fout_payload, v_nieuw
-    FROM item AS i;
+        pg_catalog.min(u.nr - 1) FILTER (
+            WHERE u.geldig_tot <= v_nu OR u.geldig_tot > v_nu + b.geldigheid_max
+        )
+    INTO v_fout_berichttype, v_fout_geldig
+    FROM unnest(p_berichttypen, p_geldig_tot) WITH ORDINALITY AS u (berichttype, geldig_tot, nr)
+    LEFT JOIN nmc.berichttype AS b ON b.dv_id = p_dv_id AND b.code = u.berichttype;
     IF v_fout_berichttype IS NOT NULL THEN
         RAISE EXCEPTION 'berichttype not allowed for this dienstverlener and regie %', p_regie
             USING ERRCODE = 'NM008', DETAIL = v_fout_berichttype::text;
@@ -93,18 +73,11 @@ BEGIN
         RAISE EXCEPTION 'geldig_tot must lie after now and within the berichttype maximum'
             USING ERRCODE = 'NM014', DETAIL = v_fout_geldig::text;
     END IF;
-    IF v_fout_payload IS NOT NULL THEN
-        RAISE EXCEPTION 'this dvRef was accepted before with another payload'
-            USING ERRCODE = 'NM007', DETAIL = v_fout_payload::text;
-    END IF;
 
-    -- Quota count what is new (replays are free), before the insert does any work.
-    IF v_nieuw > 0 THEN
-        PERFORM nmc.take_intake_quotum(v_dv, v_nieuw, v_nu);
-    END IF;
-
-    -- The first item per dvRef is inserted; a stored dvRef (also one a concurrent intake
-    -- just committed) is skipped by ON CONFLICT and answered from the table below.
+    -- Insert first, judge after: the first item per dvRef is inserted; a stored dvRef (also
+    -- one a concurrent intake just committed) is skipped by ON CONFLICT. The common batch
+    -- (all new) so needs no index probe beyond the insert's own. A refusal below (409,
+    -- quota) rolls the whole statement back: nothing of the batch stays.
     WITH nieuwe_notificatie AS (
         INSERT INTO nmc.notificatie (
             id, dv_id, berichttype, regie, status, reden, versie, geldig_tot, dvref_hmac,
@@ -132,28 +105,45 @@ BEGIN
     eerste_event AS (
         INSERT INTO nmc.event (notificatie_id, dv_id, sequence, van, naar, reden, tijdstip)
         SELECT nn.id, p_dv_id, 1, NULL, 'aangenomen', NULL, v_nu FROM nieuwe_notificatie AS nn
+    ),
+
+    eerste_taak AS (
+        INSERT INTO nmc.taak (soort, dv_id, notificatie_id, due, trace_id, aangemaakt_op)
+        SELECT 'verzenden', p_dv_id, nn.id, v_nu, nn.trace_id, v_nu
+        FROM nieuwe_notificatie AS nn
     )
 
-    INSERT INTO nmc.taak (soort, dv_id, notificatie_id, due, trace_id, aangemaakt_op)
-    SELECT 'verzenden', p_dv_id, nn.id, v_nu, nn.trace_id, v_nu
-    FROM nieuwe_notificatie AS nn;
+    SELECT pg_catalog.count(*)::integer INTO v_nieuw FROM nieuwe_notificatie;
 
-    -- Every item now maps to a stored row; a concurrent intake may have stored the same
-    -- dvRef with another payload after the check above.
-    SELECT
-        pg_catalog.array_agg(n.id ORDER BY u.nr),
-        pg_catalog.array_agg(n.id = u.id ORDER BY u.nr),
-        pg_catalog.min(u.nr - 1) FILTER (WHERE n.payload_hash <> u.hash)
-    INTO v_uit_ids, v_uit_nieuw, v_fout_payload
-    FROM unnest(p_ids, p_dvref_hmacs, p_payload_hashes) WITH ORDINALITY AS u (id, hmac, hash, nr)
-    INNER JOIN LATERAL (
-        SELECT x.id, x.payload_hash FROM nmc.notificatie AS x
-        WHERE x.dv_id = p_dv_id AND x.dvref_hmac = u.hmac
-        LIMIT 1
-    ) AS n ON true;
-    IF v_fout_payload IS NOT NULL THEN
-        RAISE EXCEPTION 'this dvRef was accepted before with another payload'
-            USING ERRCODE = 'NM007', DETAIL = v_fout_payload::text;
+    IF v_nieuw = v_n THEN
+        -- Every item stored its own row.
+        v_uit_ids := p_ids;
+        v_uit_nieuw := pg_catalog.array_fill(true, ARRAY[v_n]);
+    ELSE
+        -- Replays and duplicates within the batch map to the stored row, which must carry
+        -- the same payload (also when a concurrent intake stored it a moment ago).
+        SELECT
+            pg_catalog.array_agg(n.id ORDER BY u.nr),
+            pg_catalog.array_agg(n.id = u.id ORDER BY u.nr),
+            pg_catalog.min(u.nr - 1) FILTER (WHERE n.payload_hash <> u.hash)
+        INTO v_uit_ids, v_uit_nieuw, v_fout_payload
+        FROM unnest(p_ids, p_dvref_hmacs, p_payload_hashes) WITH ORDINALITY AS u (id, hmac, hash, nr)
+        INNER JOIN LATERAL (
+            SELECT x.id, x.payload_hash FROM nmc.notificatie AS x
+            WHERE x.dv_id = p_dv_id AND x.dvref_hmac = u.hmac
+            LIMIT 1
+        ) AS n ON true;
+        IF v_fout_payload IS NOT NULL THEN
+            RAISE EXCEPTION 'this dvRef was accepted before with another payload'
+                USING ERRCODE = 'NM007', DETAIL = v_fout_payload::text;
+        END IF;
+    END IF;
+
+    -- Quota count what is new (replays are free). Checked after the insert so that the
+    -- common path probes nothing twice; a refusal rolls the insert back (a DV beyond its
+    -- quota leaves dead rows for autovacuum, never stored notifications).
+    IF v_nieuw > 0 THEN
+        PERFORM nmc.take_intake_quotum(v_dv, v_nieuw, v_nu);
     END IF;
 
     RETURN QUERY

@@ -13,7 +13,8 @@ DECLARE
     v_taken integer;
     v_vensters integer;
 BEGIN
-    -- Attempts and tasks go with their notification (ON DELETE CASCADE).
+    -- Attempts (ON DELETE CASCADE) and tasks (trigger notificatie_taken_weg) go with their
+    -- notification.
     DELETE FROM nmc.notificatie AS n
     WHERE n.id IN (
         SELECT x.id FROM nmc.notificatie AS x
