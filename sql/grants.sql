@@ -12,11 +12,11 @@ GRANT EXECUTE ON FUNCTION nmc.now() TO nmc_api, nmc_worker;
 -- The DV API (nmc api).
 GRANT EXECUTE ON FUNCTION nmc.intake_notificatie(
     uuid, integer, text, nmc.regie, bytea, smallint, bytea, bytea, bytea, bytea, text,
-    timestamptz, uuid, text, text
+    timestamptz, uuid, text, text, bytea[]
 ) TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.intake_notificaties(
     integer, nmc.regie, smallint, text, uuid, uuid[], text[], bytea[], bytea[], bytea[],
-    bytea[], bytea[], timestamptz[], text[], text[]
+    bytea[], bytea[], timestamptz[], text[], text[], bytea[]
 ) TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.cancel_notificatie(integer, uuid) TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.find_dienstverlener(text) TO nmc_api;

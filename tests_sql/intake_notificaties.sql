@@ -1,7 +1,7 @@
 -- Intake: one transaction writes notification, first event and first send task;
 -- idempotent replays; refusals with the offending item's index.
 BEGIN;
-SELECT plan(34);
+SELECT plan(40);
 \ir fixtures/setup.sql
 
 SELECT nmc.advance_clock('1 hour');
@@ -243,6 +243,74 @@ SELECT is(
     ),
     'NM009 0',
     'a batch over quota is refused (NM009) and stores none of its items'
+);
+
+-- Pepper rotation: a dvRef stored under an earlier pepper version is a replay too.
+-- ('old-x' stands for the HMAC under the previous version, 'new-x' under the current.)
+CREATE FUNCTION pg_temp.roterend(p_dvrefs text[], p_payloads text[], p_ids uuid[] DEFAULT NULL)
+RETURNS TABLE (item integer, notificatie_id uuid, nieuw boolean)
+LANGUAGE sql AS $$
+    SELECT * FROM nmc.intake_notificaties(
+        1001, 'decentraal', 2::smallint, 'kek-1', NULL,
+        coalesce(p_ids, ARRAY(SELECT gen_random_uuid() FROM unnest(p_dvrefs))),
+        ARRAY(SELECT 'aanslag' FROM unnest(p_dvrefs)),
+        ARRAY(SELECT pg_temp.b32('new-' || r) FROM unnest(p_dvrefs) AS r),
+        ARRAY(SELECT pg_temp.b32(p) FROM unnest(p_payloads) AS p),
+        ARRAY(SELECT '\x0a'::bytea FROM unnest(p_dvrefs)),
+        ARRAY(SELECT '\x0b'::bytea FROM unnest(p_dvrefs)),
+        ARRAY(SELECT '\x0c'::bytea FROM unnest(p_dvrefs)),
+        ARRAY(SELECT NULL::timestamptz FROM unnest(p_dvrefs)),
+        ARRAY(SELECT '0123456789abcdef0123456789abcdef' FROM unnest(p_dvrefs)),
+        ARRAY(SELECT NULL::text FROM unnest(p_dvrefs)),
+        ARRAY(SELECT pg_temp.b32('old-' || r) FROM unnest(p_dvrefs) AS r)
+    )
+$$;
+SELECT r.notificatie_id AS oud_id FROM nmc.intake_notificatie(
+    gen_random_uuid(), 1001, 'aanslag', 'decentraal', pg_temp.b32('old-r1'), 1::smallint,
+    pg_temp.b32('p'), '\x0a', '\x0b', '\x0c', 'kek-1', NULL, NULL,
+    '0123456789abcdef0123456789abcdef'
+) AS r \gset
+SELECT results_eq(
+    $$SELECT item, notificatie_id, nieuw FROM pg_temp.roterend('{r1,r2,r1}', '{p,p,p}')
+      WHERE item <> 1$$,
+    format($$VALUES (0, %L::uuid, false), (2, %L::uuid, false)$$, :'oud_id', :'oud_id'),
+    'a dvRef stored under the previous pepper is answered with its stored id, not stored anew'
+);
+SELECT is(
+    (
+        SELECT count(*)::integer FROM nmc.notificatie
+        WHERE dvref_hmac IN (pg_temp.b32('new-r1'), pg_temp.b32('new-r2'))
+    ),
+    1,
+    'only the really new dvRef is stored (under the current pepper)'
+);
+SELECT is(
+    pg_temp.fout($$SELECT pg_temp.roterend('{r3,r1}', '{p,anders}')$$),
+    'NM007:1',
+    'another payload for a dvRef stored under the previous pepper is refused (NM007)'
+);
+SELECT is(
+    (SELECT nieuw FROM pg_temp.roterend('{r2}', '{p}')),
+    FALSE,
+    'a dvRef stored under the current pepper is still a replay while old HMACs are passed'
+);
+SELECT is(
+    pg_temp.fout($$SELECT nmc.intake_notificaties(1001, 'decentraal', 1::smallint, 'k', NULL,
+        ARRAY[gen_random_uuid(), gen_random_uuid()], '{aanslag,aanslag}', ARRAY[pg_temp.b32('a'),
+        pg_temp.b32('b')], ARRAY[pg_temp.b32('p'), pg_temp.b32('p')], '{\\x0a,\\x0a}',
+        '{\\x0b,\\x0b}', '{\\x0c,\\x0c}', '{NULL,NULL}', ARRAY['0123456789abcdef0123456789abcdef',
+        '0123456789abcdef0123456789abcdef'], '{NULL,NULL}', ARRAY[pg_temp.b32('x')])$$),
+    'NM016:',
+    'earlier-pepper HMACs that do not divide over the items are refused (NM016)'
+);
+SELECT is(
+    (SELECT r.nieuw FROM nmc.intake_notificatie(
+        gen_random_uuid(), 1001, 'aanslag', 'decentraal', pg_temp.b32('new-r1'), 2::smallint,
+        pg_temp.b32('p'), '\x0a', '\x0b', '\x0c', 'kek-1', NULL, NULL,
+        '0123456789abcdef0123456789abcdef', NULL, ARRAY[pg_temp.b32('old-r1')]
+    ) AS r),
+    FALSE,
+    'the single intake takes the earlier-pepper HMACs too'
 );
 
 -- DV and arrays.

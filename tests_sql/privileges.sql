@@ -23,8 +23,8 @@ SELECT set_eq(
       WHERE p.pronamespace = 'nmc'::regnamespace
           AND pg_catalog.has_function_privilege('nmc_api', p.oid, 'EXECUTE')$$,
     $$VALUES ('nmc.now()'), ('nmc.metrics()'),
-        ('nmc.intake_notificatie(uuid,integer,text,nmc.regie,bytea,smallint,bytea,bytea,bytea,bytea,text,timestamp with time zone,uuid,text,text)'),
-        ('nmc.intake_notificaties(integer,nmc.regie,smallint,text,uuid,uuid[],text[],bytea[],bytea[],bytea[],bytea[],bytea[],timestamp with time zone[],text[],text[])'),
+        ('nmc.intake_notificatie(uuid,integer,text,nmc.regie,bytea,smallint,bytea,bytea,bytea,bytea,text,timestamp with time zone,uuid,text,text,bytea[])'),
+        ('nmc.intake_notificaties(integer,nmc.regie,smallint,text,uuid,uuid[],text[],bytea[],bytea[],bytea[],bytea[],bytea[],timestamp with time zone[],text[],text[],bytea[])'),
         ('nmc.cancel_notificatie(integer,uuid)'),
         ('nmc.find_dienstverlener(text)'),
         ('nmc.get_notificatie(integer,uuid)'),

@@ -1,6 +1,16 @@
 -- Intake (SPEC §7): notifications, their first send task and first event, in the caller's
 -- transaction; idempotent on (DV, dvRef HMAC, payload hash); quota per minute and day.
 
+-- Before the HMACs under earlier pepper versions (p_vorige_hmacs) were taken.
+DROP FUNCTION IF EXISTS nmc.intake_notificatie(
+    uuid, integer, text, nmc.regie, bytea, smallint, bytea, bytea, bytea, bytea, text,
+    timestamptz, uuid, text, text
+);
+DROP FUNCTION IF EXISTS nmc.intake_notificaties(
+    integer, nmc.regie, smallint, text, uuid, uuid[], text[], bytea[], bytea[], bytea[],
+    bytea[], bytea[], timestamptz[], text[], text[]
+);
+
 CREATE OR REPLACE FUNCTION nmc.intake_notificaties(
     p_dv_id integer,
     p_regie nmc.regie,
@@ -16,7 +26,8 @@ CREATE OR REPLACE FUNCTION nmc.intake_notificaties(
     p_sleutels bytea[],
     p_geldig_tot timestamptz[],
     p_trace_ids text[],
-    p_diensten text[]
+    p_diensten text[],
+    p_vorige_hmacs bytea[] DEFAULT NULL
 )
 RETURNS TABLE (item integer, notificatie_id uuid, nieuw boolean)
 LANGUAGE plpgsql
@@ -34,6 +45,10 @@ DECLARE
     v_nieuw integer;
     v_uit_ids uuid [];
     v_uit_nieuw boolean [];
+    v_k integer;
+    v_oud_nrs bigint [];
+    v_oud_ids uuid [];
+    v_oud_hashes bytea [];
 BEGIN
     IF v_n = 0 OR v_n > 1000 OR pg_catalog.cardinality(p_berichttypen) <> v_n
         OR pg_catalog.cardinality(p_dvref_hmacs) <> v_n
@@ -45,6 +60,11 @@ BEGIN
         OR pg_catalog.cardinality(p_trace_ids) <> v_n
         OR pg_catalog.cardinality(p_diensten) <> v_n THEN
         RAISE EXCEPTION 'intake takes 1 to 1000 items with every array of the same length'
+            USING ERRCODE = 'NM016';
+    END IF;
+    v_k := coalesce(pg_catalog.cardinality(p_vorige_hmacs), 0) / v_n;
+    IF coalesce(pg_catalog.cardinality(p_vorige_hmacs), 0) <> v_k * v_n THEN
+        RAISE EXCEPTION 'p_vorige_hmacs holds the same number of HMACs for every item'
             USING ERRCODE = 'NM016';
     END IF;
 
@@ -74,6 +94,28 @@ BEGIN
             USING ERRCODE = 'NM014', DETAIL = v_fout_geldig::text;
     END IF;
 
+    -- While peppers rotate, a dvRef accepted under an earlier version is a replay too: its
+    -- stored row, per item (the oldest when several), is answered instead of a new one.
+    IF v_k > 0 THEN
+        SELECT
+            pg_catalog.array_agg(f.nr),
+            pg_catalog.array_agg(f.id),
+            pg_catalog.array_agg(f.payload_hash)
+        INTO v_oud_nrs, v_oud_ids, v_oud_hashes
+        FROM (
+            SELECT DISTINCT ON (v.nr)
+                v.nr,
+                x.id,
+                x.payload_hash
+            FROM (
+                SELECT (o.plek - 1) / v_k + 1 AS nr, o.hmac
+                FROM unnest(p_vorige_hmacs) WITH ORDINALITY AS o (hmac, plek)
+            ) AS v
+            INNER JOIN nmc.notificatie AS x ON x.dv_id = p_dv_id AND x.dvref_hmac = v.hmac
+            ORDER BY v.nr, x.aangenomen_op
+        ) AS f;
+    END IF;
+
     -- Insert first, judge after: the first item per dvRef is inserted; a stored dvRef (also
     -- one a concurrent intake just committed) is skipped by ON CONFLICT. The common batch
     -- (all new) so needs no index probe beyond the insert's own. A refusal below (409,
@@ -97,6 +139,7 @@ BEGIN
             dienst, nr
         )
         INNER JOIN nmc.berichttype AS b ON b.dv_id = p_dv_id AND b.code = u.berichttype
+        WHERE v_oud_nrs IS NULL OR u.nr <> ALL(v_oud_nrs)
         ORDER BY u.hmac, u.nr
         ON CONFLICT (dv_id, dvref_hmac) DO NOTHING
         RETURNING id, trace_id
@@ -123,14 +166,18 @@ BEGIN
         -- Replays and duplicates within the batch map to the stored row, which must carry
         -- the same payload (also when a concurrent intake stored it a moment ago).
         SELECT
-            pg_catalog.array_agg(n.id ORDER BY u.nr),
-            pg_catalog.array_agg(n.id = u.id ORDER BY u.nr),
-            pg_catalog.min(u.nr - 1) FILTER (WHERE n.payload_hash <> u.hash)
+            pg_catalog.array_agg(coalesce(o.id, n.id) ORDER BY u.nr),
+            pg_catalog.array_agg(coalesce(o.id, n.id) = u.id ORDER BY u.nr),
+            pg_catalog.min(u.nr - 1) FILTER (
+                WHERE coalesce(o.payload_hash, n.payload_hash) <> u.hash
+            )
         INTO v_uit_ids, v_uit_nieuw, v_fout_payload
         FROM unnest(p_ids, p_dvref_hmacs, p_payload_hashes) WITH ORDINALITY AS u (id, hmac, hash, nr)
-        INNER JOIN LATERAL (
+        LEFT JOIN unnest(v_oud_nrs, v_oud_ids, v_oud_hashes) AS o (nr, id, payload_hash)
+            ON u.nr = o.nr
+        LEFT JOIN LATERAL (
             SELECT x.id, x.payload_hash FROM nmc.notificatie AS x
-            WHERE x.dv_id = p_dv_id AND x.dvref_hmac = u.hmac
+            WHERE x.dv_id = p_dv_id AND x.dvref_hmac = u.hmac AND o.nr IS NULL
             LIMIT 1
         ) AS n ON true;
         IF v_fout_payload IS NOT NULL THEN
@@ -154,14 +201,16 @@ END
 $$;
 COMMENT ON FUNCTION nmc.intake_notificaties(
     integer, nmc.regie, smallint, text, uuid, uuid[], text[], bytea[], bytea[], bytea[],
-    bytea[], bytea[], timestamptz[], text[], text[]
+    bytea[], bytea[], timestamptz[], text[], text[], bytea[]
 ) IS
 'Accepts 1 to 1000 notifications of one DV and regie in the caller''s transaction: per '
 'new item the notificatie (version 1, aangenomen), its first event and its verzenden task '
 '(due now). Parallel arrays, one element per item; ids are generated by the shell (the '
 'ciphertext is bound to them). Idempotent: an item whose (DV, dvRef HMAC) exists with '
 'the same payload hash returns the stored id with nieuw = false; the same dvRef within '
-'the batch too. Refusals (DETAIL = 0-based item index): NM008 berichttype not allowed for '
+'the batch too, and (while peppers rotate) an item whose HMAC under an earlier live '
+'pepper version is stored: p_vorige_hmacs holds k such HMACs per item, item by item. '
+'Refusals (DETAIL = 0-based item index): NM008 berichttype not allowed for '
 'the DV and regie, NM014 geldig_tot not after now or beyond the berichttype maximum, NM007 '
 'same dvRef with another payload. NM010 unknown DV, NM009 quota, NM016 bad arrays.';
 
@@ -180,7 +229,8 @@ CREATE OR REPLACE FUNCTION nmc.intake_notificatie(
     p_geldig_tot timestamptz,
     p_batch_id uuid,
     p_trace_id text,
-    p_dienst text DEFAULT NULL
+    p_dienst text DEFAULT NULL,
+    p_vorige_hmacs bytea[] DEFAULT NULL
 )
 RETURNS TABLE (notificatie_id uuid, nieuw boolean)
 LANGUAGE sql
@@ -192,12 +242,13 @@ AS $$
         p_dv_id, p_regie, p_pepper_versie, p_kek_id, p_batch_id,
         ARRAY[p_notificatie_id], ARRAY[p_berichttype], ARRAY[p_dvref_hmac],
         ARRAY[p_payload_hash], ARRAY[p_ontvanger], ARRAY[p_gegevens], ARRAY[p_sleutel],
-        ARRAY[p_geldig_tot], ARRAY[p_trace_id], ARRAY[p_dienst]
+        ARRAY[p_geldig_tot], ARRAY[p_trace_id], ARRAY[p_dienst], p_vorige_hmacs
     ) AS r
 $$;
 COMMENT ON FUNCTION nmc.intake_notificatie(
     uuid, integer, text, nmc.regie, bytea, smallint, bytea, bytea, bytea, bytea, text,
-    timestamptz, uuid, text, text
+    timestamptz, uuid, text, text, bytea[]
 ) IS
-'Accepts one notification: nmc.intake_notificaties with one item. Returns the id (the '
-'stored one on an idempotent replay) and whether it is new.';
+'Accepts one notification: nmc.intake_notificaties with one item (p_vorige_hmacs: its '
+'dvRef HMACs under earlier live pepper versions). Returns the id (the stored one on an '
+'idempotent replay) and whether it is new.';
