@@ -39,6 +39,7 @@ import rawload
 from psycopg import sql
 
 from nmc.api.auth import generate_dev_iam_key, issue_dev_token
+from nmc.api.ids import new_notificatie_ids
 from nmc.config import Settings
 from nmc.crypto import new_kek_ring, new_peppers, parse_kek_ring, seal
 from nmc.database import connection_url, with_overrides
@@ -126,7 +127,8 @@ def sealed_values(dv_id: int) -> dict:
 
 def single_params(dv_id: int, values: dict) -> dict:
     return {
-        "id": uuid.uuid4(), "dv_id": dv_id, "berichttype": "bench", "regie": "decentraal",
+        "id": new_notificatie_ids(1)[0], "dv_id": dv_id, "berichttype": "bench",
+        "regie": "decentraal",
         "dvref_hmac": secrets.token_bytes(32), "pepper_versie": 1,
         "payload_hash": secrets.token_bytes(32), "kek_id": "bench-kek", "geldig_tot": None,
         "batch_id": None, "trace_id": secrets.token_hex(16), "dienst": None, **values,
@@ -136,7 +138,7 @@ def single_params(dv_id: int, values: dict) -> dict:
 def batch_params(dv_id: int, values: dict, n: int) -> dict:
     return {
         "dv_id": dv_id, "regie": "decentraal", "pepper_versie": 1, "kek_id": "bench-kek",
-        "batch_id": uuid.uuid4(), "ids": [uuid.uuid4() for _ in range(n)],
+        "batch_id": uuid.uuid4(), "ids": new_notificatie_ids(n),
         "berichttypen": ["bench"] * n,
         "dvref_hmacs": [secrets.token_bytes(32) for _ in range(n)],
         "payload_hashes": [secrets.token_bytes(32) for _ in range(n)],

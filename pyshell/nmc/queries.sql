@@ -61,7 +61,8 @@ FROM nmc.intake_notificatie(
     %(id)s::uuid, %(dv_id)s::integer, %(berichttype)s::text, %(regie)s::nmc.regie,
     %(dvref_hmac)s::bytea, %(pepper_versie)s::smallint, %(payload_hash)s::bytea,
     %(ontvanger)s::bytea, %(gegevens)s::bytea, %(sleutel)s::bytea, %(kek_id)s::text,
-    %(geldig_tot)s::timestamptz, %(batch_id)s::uuid, %(trace_id)s::text, %(dienst)s::text
+    %(geldig_tot)s::timestamptz, %(batch_id)s::uuid, %(trace_id)s::text, %(dienst)s::text,
+    %(vorige_hmacs)s::bytea[]
 ) AS r
 
 -- intake_notificaties --
@@ -73,7 +74,7 @@ FROM nmc.intake_notificaties(
     %(kek_id)s::text, %(batch_id)s::uuid, %(ids)b::uuid[], %(berichttypen)b::text[],
     %(dvref_hmacs)b::bytea[], %(payload_hashes)b::bytea[], %(ontvangers)b::bytea[],
     %(gegevens)b::bytea[], %(sleutels)b::bytea[], %(geldig_tot)b::timestamptz[],
-    %(trace_ids)b::text[], %(diensten)b::text[]
+    %(trace_ids)b::text[], %(diensten)b::text[], %(vorige_hmacs)b::bytea[]
 ) AS r
 ORDER BY r.item
 

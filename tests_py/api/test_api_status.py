@@ -115,19 +115,21 @@ def test_search_by_dvref_finds_only_the_callers_own(client):
 
 def test_search_over_pepper_versions_with_pagination(api_env, dvs, monkeypatch):
     """A pepper rotation gives the same dvRef another HMAC: search finds rows of every live
-    version, newest first, one page at a time."""
+    version, newest first, one page at a time. (Rows of one dvRef under several versions
+    arise when an intake ran while the earlier version was no longer live; while it is,
+    the intake answers the stored row instead: the next test.)"""
     peppers = api_env.peppers
     versions = dict(peppers["dvref"]["versions"])
     versions["2"] = new_peppers()["dvref"]["versions"]["1"]
     versions["3"] = new_peppers()["dvref"]["versions"]["1"]
     ids = []
-    for current in (1, 2, 3):
-        monkeypatch.setenv(
-            "NMC_PEPPERS", json.dumps({"dvref": {"current": current, "versions": versions}})
-        )
+    for current in ("1", "2", "3"):
+        only_current = {"current": int(current), "versions": {current: versions[current]}}
+        monkeypatch.setenv("NMC_PEPPERS", json.dumps({"dvref": only_current}))
         with TestClient(create_app()) as client:
             ids.append(accept(client, dvRef="gedeeld"))
     assert len(set(ids)) == 3
+    monkeypatch.setenv("NMC_PEPPERS", json.dumps({"dvref": {"current": 3, "versions": versions}}))
     with TestClient(create_app()) as client:
         seen, cursor = [], None
         for _ in range(3):
@@ -149,6 +151,36 @@ def test_search_over_pepper_versions_with_pagination(api_env, dvs, monkeypatch):
         ).json()
         assert [n["notificatieId"] for n in rest["notificaties"]] == ids[:1]
         assert rest["cursor"] is None
+
+
+def test_replay_after_a_pepper_rotation_answers_the_stored_notification(api_env, dvs, monkeypatch):
+    """While the earlier pepper version is live, a request accepted under it is a replay
+    (same id, single and batch), another payload for it a 409, and a new dvRef is new."""
+    versions = dict(api_env.peppers["dvref"]["versions"])
+    versions["2"] = new_peppers()["dvref"]["versions"]["1"]
+    body = decentraal(dvRef="voor-de-rotatie")
+    with TestClient(create_app()) as client:
+        first = client.post(DECENTRAAL, json=body, headers=auth()).json()["notificatieId"]
+    monkeypatch.setenv("NMC_PEPPERS", json.dumps({"dvref": {"current": 2, "versions": versions}}))
+    with TestClient(create_app()) as client:
+        replay = client.post(DECENTRAAL, json=body, headers=auth())
+        assert (replay.status_code, replay.json()["notificatieId"]) == (202, first)
+        other = client.post(
+            DECENTRAAL, json={**body, "emailAdres": "ander@voorbeeld.nl"}, headers=auth()
+        )
+        assert other.status_code == 409
+        fresh = decentraal(dvRef="na-de-rotatie")
+        batch = client.post(
+            f"{DECENTRAAL}/_batch", json={"notificaties": [body, fresh]}, headers=auth()
+        )
+        assert batch.status_code == 202
+        answered = [n["notificatieId"] for n in batch.json()["notificaties"]]
+        assert answered[0] == first
+        assert answered[1] != first
+        found = client.get(
+            f"{BASE}/notificaties", params={"dvRef": "voor-de-rotatie"}, headers=auth()
+        ).json()["notificaties"]
+        assert [n["notificatieId"] for n in found] == [first]
 
 
 @pytest.mark.parametrize(

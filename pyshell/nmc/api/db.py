@@ -7,13 +7,13 @@ and nothing holds a transaction (and so the feed watermark) open between stateme
 
 import time
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from psycopg import AsyncConnection
 from psycopg.rows import TupleRow
+from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool
 
 from nmc.api.settings import ApiSettings
@@ -137,19 +137,26 @@ class DbClock:
 
 
 @dataclass(frozen=True)
-class IntakeItem:
-    """One notification, sealed and hashed, ready for nmc.intake_notificatie(s)."""
+class IntakeItems:
+    """Notifications, sealed and hashed, ready for nmc.intake_notificatie(s).
 
-    id: uuid.UUID
-    berichttype: str
-    dvref_hmac: bytes
-    payload_hash: bytes
-    ontvanger: bytes
-    gegevens: bytes
-    sleutel: bytes
-    geldig_tot: datetime | None
-    trace_id: str
-    dienst: str | None
+    One list per column, entry i of every list belonging to notification i: the arrays that
+    nmc.intake_notificaties takes, built once rather than gathered from per-item objects.
+    """
+
+    ids: list[uuid.UUID]
+    berichttypen: list[str]
+    dvref_hmacs: list[bytes]
+    payload_hashes: list[bytes]
+    ontvangers: list[bytes]
+    gegevens: list[bytes]
+    sleutels: list[bytes]
+    geldig_tot: list[str | None]  # canonical RFC 3339 text, cast to timestamptz in SQL
+    trace_ids: list[str]
+    diensten: list[str | None]
+    # While peppers rotate: each item's dvRef HMAC under every earlier live pepper version,
+    # item by item (k per item); None when only one version is live.
+    vorige_hmacs: list[bytes] | None = None
 
 
 async def intake_one(
@@ -160,27 +167,29 @@ async def intake_one(
     pepper_versie: int,
     kek_id: str,
     batch_id: uuid.UUID | None,
-    item: IntakeItem,
+    items: IntakeItems,
 ) -> uuid.UUID:
+    """Intake the one notification in `items`."""
     row = await call_one(
         pool,
         "intake_notificatie",
         {
-            "id": item.id,
+            "id": items.ids[0],
             "dv_id": dv_id,
-            "berichttype": item.berichttype,
+            "berichttype": items.berichttypen[0],
             "regie": regie,
-            "dvref_hmac": item.dvref_hmac,
+            "dvref_hmac": items.dvref_hmacs[0],
             "pepper_versie": pepper_versie,
-            "payload_hash": item.payload_hash,
-            "ontvanger": item.ontvanger,
-            "gegevens": item.gegevens,
-            "sleutel": item.sleutel,
+            "payload_hash": items.payload_hashes[0],
+            "ontvanger": items.ontvangers[0],
+            "gegevens": items.gegevens[0],
+            "sleutel": items.sleutels[0],
             "kek_id": kek_id,
-            "geldig_tot": item.geldig_tot,
+            "geldig_tot": items.geldig_tot[0],
             "batch_id": batch_id,
-            "trace_id": item.trace_id,
-            "dienst": item.dienst,
+            "trace_id": items.trace_ids[0],
+            "dienst": items.diensten[0],
+            "vorige_hmacs": items.vorige_hmacs,
         },
     )
     assert row is not None  # noqa: S101 - the intake returns one row or raises
@@ -195,27 +204,30 @@ async def intake_many(
     pepper_versie: int,
     kek_id: str,
     batch_id: uuid.UUID | None,
-    items: Sequence[IntakeItem],
-) -> list[uuid.UUID]:
-    rows = await call_all(
-        pool,
-        "intake_notificaties",
-        {
-            "dv_id": dv_id,
-            "regie": regie,
-            "pepper_versie": pepper_versie,
-            "kek_id": kek_id,
-            "batch_id": batch_id,
-            "ids": [i.id for i in items],
-            "berichttypen": [i.berichttype for i in items],
-            "dvref_hmacs": [i.dvref_hmac for i in items],
-            "payload_hashes": [i.payload_hash for i in items],
-            "ontvangers": [i.ontvanger for i in items],
-            "gegevens": [i.gegevens for i in items],
-            "sleutels": [i.sleutel for i in items],
-            "geldig_tot": [i.geldig_tot for i in items],
-            "trace_ids": [i.trace_id for i in items],
-            "diensten": [i.dienst for i in items],
-        },
-    )
-    return [row[1] for row in rows]
+    items: IntakeItems,
+) -> list[str]:
+    """Intake a batch; the notificatie ids in item order, as text (they are only echoed)."""
+    params = {
+        "dv_id": dv_id,
+        "regie": regie,
+        "pepper_versie": pepper_versie,
+        "kek_id": kek_id,
+        "batch_id": batch_id,
+        "ids": items.ids,
+        "berichttypen": items.berichttypen,
+        "dvref_hmacs": items.dvref_hmacs,
+        "payload_hashes": items.payload_hashes,
+        "ontvangers": items.ontvangers,
+        "gegevens": items.gegevens,
+        "sleutels": items.sleutels,
+        "geldig_tot": items.geldig_tot,
+        "trace_ids": items.trace_ids,
+        "diensten": items.diensten,
+        "vorige_hmacs": items.vorige_hmacs,
+    }
+    async with pool.connection() as conn, conn.cursor() as cursor:
+        # Load the ids as text: a thousand uuid.UUID objects, each turned straight back into
+        # text for the answer, cost more than the rest of reading the result.
+        cursor.adapters.register_loader("uuid", TextLoader)
+        await cursor.execute(QUERIES["intake_notificaties"], params)
+        return [row[1] for row in await cursor.fetchall()]

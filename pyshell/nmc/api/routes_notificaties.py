@@ -4,6 +4,7 @@ Each handler authenticates, validates, seals, and makes one SQL call; the lifecy
 (quota, berichttype, geldigTot range, idempotency, cancel) are the SQL functions' answers.
 """
 
+import json
 import uuid
 from collections.abc import Mapping
 from datetime import datetime
@@ -16,6 +17,7 @@ from starlette.routing import Route
 
 from nmc.api import db, lijst_cursor
 from nmc.api.body import read_json
+from nmc.api.ids import new_notificatie_ids
 from nmc.api.middleware import trace_id_of
 from nmc.api.openapi import BASE_PATH
 from nmc.api.problems import (
@@ -36,7 +38,14 @@ from nmc.api.validation import (
     validate_lijst_query,
     violation,
 )
-from nmc.crypto import dvref_hmac, dvref_hmacs_all, payload_hash, seal
+from nmc.crypto import (
+    PURPOSE_DVREF,
+    berichtgegevens_json,
+    dvref_hmac_many,
+    dvref_hmacs_all,
+    payload_hash,
+    seal_many,
+)
 
 # SQLSTATEs whose DETAIL is the 0-based index of the offending item, and the field it names.
 ITEM_FIELDS = {"NM007": "dvRef", "NM008": "berichtType", "NM014": "geldigTot"}
@@ -73,7 +82,7 @@ async def _intake(request: Request, regie: str) -> Response:
     body = await read_json(request, services.settings.max_body_bytes)
     validate = validate_decentraal if regie == "decentraal" else validate_centraal
     canonical = validate(body, now=await services.clock.now())
-    item = sealed_item(services, dv.dv_id, canonical, trace_id_of(request.scope))
+    items = sealed_items(services, dv.dv_id, [canonical], trace_id_of(request.scope))
     try:
         notificatie_id = await db.intake_one(
             services.pool,
@@ -82,7 +91,7 @@ async def _intake(request: Request, regie: str) -> Response:
             pepper_versie=services.pepper_versie,
             kek_id=services.ring.active_id,
             batch_id=canonical["batchId"],
-            item=item,
+            items=items,
         )
     except psycopg.Error as error:
         raise intake_problem(error, batch=False) from None
@@ -98,8 +107,7 @@ async def _intake_batch(request: Request, regie: str) -> Response:
     dv = await caller(request)
     body = await read_json(request, services.settings.max_batch_body_bytes)
     batch = validate_batch(body, regie, now=await services.clock.now())  # type: ignore[arg-type]
-    trace_id = trace_id_of(request.scope)
-    items = [sealed_item(services, dv.dv_id, c, trace_id) for c in batch["notificaties"]]
+    items = sealed_items(services, dv.dv_id, batch["notificaties"], trace_id_of(request.scope))
     try:
         ids = await db.intake_many(
             services.pool,
@@ -112,39 +120,63 @@ async def _intake_batch(request: Request, regie: str) -> Response:
         )
     except psycopg.Error as error:
         raise intake_problem(error, batch=True) from None
-    return JSONResponse(
-        {"batchId": batch["batchId"], "notificaties": [{"notificatieId": str(i)} for i in ids]},
-        status_code=202,
-    )
+    return batch_accepted(batch["batchId"], ids)
 
 
-def sealed_item(
-    services: Services, dv_id: int, canonical: Mapping[str, Any], trace_id: str
-) -> db.IntakeItem:
-    """Hash, HMAC and encrypt one validated notificatie: nothing readable leaves this function."""
-    notificatie_id = uuid.uuid4()
-    mac, _ = dvref_hmac(
-        dv_id, canonical["dvRef"], services.pepper_versie, pepper_set=services.peppers
-    )
-    sealed = seal(
-        notificatie_id,
+def batch_accepted(batch_id: str | None, ids: list[str]) -> Response:
+    """The 202 of a batch: `{"batchId": ..., "notificaties": [{"notificatieId": id}, ...]}`.
+
+    The same bytes as JSONResponse, assembled directly: building and encoding a thousand small
+    dicts costs more than the rest of the answer. The ids are PostgreSQL's text form of a UUID
+    (hex digits and hyphens), which JSON needs no escaping for.
+    """
+    members = ",".join([f'{{"notificatieId":"{i}"}}' for i in ids])
+    body = f'{{"batchId":{json.dumps(batch_id)},"notificaties":[{members}]}}'
+    return Response(body.encode("utf-8"), status_code=202, media_type="application/json")
+
+
+def sealed_items(
+    services: Services, dv_id: int, canonicals: list[dict[str, Any]], trace_id: str
+) -> db.IntakeItems:
+    """Hash, HMAC and encrypt validated notificaties: nothing readable leaves this function."""
+    ids = new_notificatie_ids(len(canonicals))
+    dvrefs = [c["dvRef"] for c in canonicals]
+    gegevens_jsons = [berichtgegevens_json(c["berichtgegevens"]) for c in canonicals]
+    sealed = seal_many(
         dv_id,
-        recipient_of(canonical),
-        canonical["berichtgegevens"],
+        [(i, recipient_of(c), g) for i, c, g in zip(ids, canonicals, gegevens_jsons, strict=True)],
         ring=services.ring,
     )
-    return db.IntakeItem(
-        id=notificatie_id,
-        berichttype=canonical["berichtType"],
-        dvref_hmac=mac,
-        payload_hash=payload_hash(idempotency_form(canonical)),
-        ontvanger=sealed.recipient,
+    return db.IntakeItems(
+        ids=ids,
+        berichttypen=[c["berichtType"] for c in canonicals],
+        dvref_hmacs=dvref_hmac_many(
+            dv_id, dvrefs, services.pepper_versie, pepper_set=services.peppers
+        ),
+        payload_hashes=[
+            payload_hash(idempotency_form(c), gegevens_json=g)
+            for c, g in zip(canonicals, gegevens_jsons, strict=True)
+        ],
+        ontvangers=sealed.recipients,
         gegevens=sealed.berichtgegevens,
-        sleutel=sealed.wrapped_key,
-        geldig_tot=canonical["geldigTot"],
-        trace_id=trace_id,
-        dienst=canonical["dienst"],
+        sleutels=sealed.wrapped_keys,
+        geldig_tot=[c["geldigTot"] for c in canonicals],
+        trace_ids=[trace_id] * len(canonicals),
+        diensten=[c["dienst"] for c in canonicals],
+        vorige_hmacs=earlier_pepper_hmacs(services, dv_id, dvrefs),
     )
+
+
+def earlier_pepper_hmacs(services: Services, dv_id: int, dvrefs: list[str]) -> list[bytes] | None:
+    """Each dvRef's HMAC under every earlier live pepper version, item by item; None while
+    only the current version is live. A DV replaying a request accepted before a pepper
+    rotation gets its stored notification back, not a second one (SPEC §7 idempotency)."""
+    pepper = services.peppers.for_purpose(PURPOSE_DVREF)
+    earlier = sorted((v for v in pepper.versions if v != pepper.current), reverse=True)
+    if not earlier:
+        return None
+    per_version = [dvref_hmac_many(dv_id, dvrefs, v, pepper_set=services.peppers) for v in earlier]
+    return [mac for item in zip(*per_version, strict=True) for mac in item]
 
 
 def idempotency_form(canonical: Mapping[str, Any]) -> dict[str, Any]:
