@@ -1,7 +1,9 @@
 """The worker's HTTP/1.1 transport (nmc.adapters.aio_backend) against raw asyncio servers:
 keep-alive reuse, a connection the server closed while idle, chunked, close-delimited and
 gzip bodies, large bodies both ways, Connection: close, timeouts (read, pool), refused
-connections, a server that speaks out of turn, and a cancelled call that stays cancelled."""
+connections, a server that speaks out of turn, and a cancelled call that stays cancelled.
+And the worker's client on top of it (LeanAsyncClient): the request httpx would build, sent
+straight to the transport, and httpx's own path for what it leaves out."""
 
 import asyncio
 import gzip
@@ -10,16 +12,16 @@ import socket
 import httpx
 import pytest
 
-from nmc.adapters.aio_backend import AsyncioTransport
+from nmc.adapters.aio_backend import AsyncioTransport, LeanAsyncClient
 
 
-async def _read_request(reader: asyncio.StreamReader) -> bytes:
+async def _read_request(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
     head = await reader.readuntil(b"\r\n\r\n")
     length = 0
     for line in head.split(b"\r\n"):
         if line.lower().startswith(b"content-length:"):
             length = int(line.split(b":", 1)[1])
-    return await reader.readexactly(length) if length else b""
+    return head, await reader.readexactly(length) if length else b""
 
 
 class Server:
@@ -36,13 +38,16 @@ class Server:
         self.body, self.close_after, self.silent, self.raw = body, close_after, silent, raw
         self.connections = 0
         self.received: list[bytes] = []
+        self.heads: list[bytes] = []
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
         answered = 0
         try:
             while True:
-                self.received.append(await _read_request(reader))
+                head, body = await _read_request(reader)
+                self.heads.append(head)
+                self.received.append(body)
                 if self.silent:
                     await asyncio.sleep(10)
                 writer.write(
@@ -240,3 +245,90 @@ async def test_https_verifies_the_server_and_reuses_the_connection(tmp_path):
                 await http.get(url)
     finally:
         tcp.close()
+
+
+# ------------------------------------------------------------------------ LeanAsyncClient
+
+
+def lean(timeout: float = 2.0) -> LeanAsyncClient:
+    return LeanAsyncClient(timeout=timeout, transport=AsyncioTransport())
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "arguments"),
+    [
+        (
+            "POST",
+            "http://127.0.0.1:8000/v2/notifications/email",
+            {"json": {"a": "é", "b": [1, 2]}, "headers": {"Authorization": "Bearer x"}},
+        ),
+        (
+            "POST",
+            "https://h.example/cb?x=1",
+            {"content": b"{}", "headers": {"Content-Type": "application/x", "Nmc-Cursor": "c"}},
+        ),
+        ("GET", "http://127.0.0.1:8000/v2/notifications", {"params": {"reference": "r 1&"}}),
+        ("GET", "http://127.0.0.1:8000/v2/notifications/abc", {}),
+        ("POST", "http://127.0.0.1:8000/x", {}),
+        ("POST", "http://127.0.0.1:8000/x", {"content": b""}),
+        ("post", "http://127.0.0.1:8000/x", {"json": {}, "headers": {"user-agent": "me"}}),
+        ("PUT", "http://127.0.0.1:8000/x", {"headers": [("X-A", "1"), ("X-A", "2")]}),
+    ],
+)
+async def test_the_lean_client_builds_the_request_httpx_builds(method, url, arguments):
+    async with lean(timeout=7.0) as ours, httpx.AsyncClient(timeout=7.0) as theirs:
+        built = ours.lean_request(method, url, **arguments)
+        expected = theirs.build_request(method, url, **arguments)
+        await expected.aread()
+    assert (built.method, built.url, built.headers.raw) == (
+        expected.method,
+        expected.url,
+        expected.headers.raw,
+    )
+    assert (built.content, built.extensions) == (expected.content, expected.extensions)
+
+
+async def test_the_lean_client_over_the_transport():
+    server = Server(b'{"a": 1}')
+    async with server as url, lean() as http:
+        answers = [await http.post(url, json={"n": n}, headers={"X-N": str(n)}) for n in range(3)]
+        second = await http.get(f"{url}/lijst", params={"reference": "r"})
+    assert [a.json() for a in answers] == [{"a": 1}] * 3
+    assert [a.request.headers["x-n"] for a in answers] == ["0", "1", "2"]
+    assert server.received[:3] == [b'{"n":%d}' % n for n in range(3)]
+    assert server.heads[3].startswith(b"GET /lijst?reference=r HTTP/1.1\r\n")
+    assert (second.status_code, server.connections) == (200, 1)
+    packed = gzip.compress(b'{"z": true}')
+    zipped = b"HTTP/1.1 201 Created\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n%s" % (
+        len(packed),
+        packed,
+    )
+    async with Server(raw=zipped) as url, lean() as http:
+        answer = await http.get(url)
+    assert (answer.status_code, answer.json()) == (201, {"z": True})
+    async with Server(silent=True) as url, lean(timeout=0.2) as http:
+        with pytest.raises(httpx.ReadTimeout):
+            await http.get(url)
+
+
+async def test_the_lean_client_takes_httpx_path_for_what_it_leaves_out():
+    moved = b"HTTP/1.1 302 Found\r\nLocation: /elders\r\nContent-Length: 0\r\n\r\n"
+    async with Server(raw=moved) as url, lean() as http:
+        assert (await http.get(url)).status_code == 302  # not followed, as httpx by default
+        with pytest.raises(httpx.TooManyRedirects):
+            await http.get(url, follow_redirects=True)
+    server = Server()
+    async with server as url, lean() as http:
+        await http.get(url, auth=("wie", "wat"))
+        await http.get(url.replace("http://", "http://wie:wat@"))
+        await http.get(url, timeout=1.0)
+    assert [b"Authorization: Basic d2llOndhdA==" in h for h in server.heads] == [True, True, False]
+
+
+async def test_the_lean_client_keeps_no_cookies():
+    server = Server(raw=b"HTTP/1.1 200 OK\r\nSet-Cookie: s=1\r\nContent-Length: 2\r\n\r\nok")
+    async with server as url, lean() as http:
+        await http.get(url)
+        await http.get(url)
+        assert len(http.cookies) == 0
+    assert not any(b"cookie:" in h.lower() for h in server.heads)

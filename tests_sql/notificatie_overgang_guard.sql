@@ -1,6 +1,6 @@
 -- The guard triggers refuse every write to a status that bypasses the single writer.
 BEGIN;
-SELECT plan(17);
+SELECT plan(22);
 \ir fixtures/setup.sql
 
 SELECT pg_temp.nieuwe_notificatie() AS id \gset
@@ -54,6 +54,27 @@ SELECT lives_ok(
     format($$UPDATE nmc.notificatie SET status = 'verlopen', reden = 'verlopen',
              versie = versie + 1 WHERE id = %L$$, :'id'),
     'a hand-written transition with its matching event in the same transaction passes'
+);
+
+-- The pair is judged per statement (the row guard's WHEN clause leaves it out): a pair
+-- outside the table is refused even when its event was written, with the current status
+-- as DETAIL.
+INSERT INTO nmc.event (notificatie_id, dv_id, sequence, van, naar, reden, tijdstip)
+VALUES (:'id', 1001, 5, 'verlopen', 'verzonden', NULL, nmc.now());
+SELECT is(
+    pg_temp.fout(format(
+        $$UPDATE nmc.notificatie SET status = 'verzonden', reden = NULL, versie = versie + 1
+          WHERE id = %L$$, :'id'
+    )),
+    'NM001:verlopen',
+    'a pair outside the table is refused even with its event written (NM001, DETAIL van)'
+);
+SELECT ok(
+    (
+        SELECT t.tgqual IS NOT NULL FROM pg_catalog.pg_trigger AS t
+        WHERE t.tgrelid = 'nmc.notificatie'::regclass AND t.tgname = 'notificatie_guard_row'
+    ),
+    'the row guard is called only for a row its WHEN clause finds at fault'
 );
 
 SELECT throws_ok(
@@ -133,6 +154,34 @@ SELECT is(
     ),
     2,
     'and neither row changed'
+);
+
+-- A multi-row transition: one pair outside the table among allowed ones, every event
+-- written, fails the whole statement with the offender's pair.
+SELECT pg_temp.nieuwe_notificatie() AS c \gset
+SELECT pg_temp.nieuwe_notificatie() AS d \gset
+INSERT INTO nmc.event (notificatie_id, dv_id, sequence, van, naar, reden, tijdstip)
+VALUES
+(:'c', 1001, 2, 'aangenomen', 'in-verzending', NULL, nmc.now()),
+(:'d', 1001, 2, 'aangenomen', 'bezorgd', NULL, nmc.now());
+SELECT throws_ok(
+    format($$UPDATE nmc.notificatie
+             SET status = CASE id WHEN %L THEN 'in-verzending' ELSE 'bezorgd' END
+                     ::nmc.notificatie_status,
+                 versie = versie + 1
+             WHERE id IN (%L, %L)$$, :'c', :'c', :'d'),
+    'NM001', 'transition from aangenomen to bezorgd is not allowed',
+    'one pair outside the table among allowed ones fails the statement (NM001)'
+);
+SELECT is(
+    (SELECT count(*)::integer FROM nmc.notificatie WHERE id IN (:'c', :'d') AND versie = 1),
+    2,
+    'and neither row changed'
+);
+SELECT lives_ok(
+    format($$UPDATE nmc.notificatie SET status = 'in-verzending', versie = versie + 1
+             WHERE id = %L$$, :'c'),
+    'the allowed one alone, with its event, passes'
 );
 
 SELECT * FROM finish();

@@ -159,10 +159,14 @@ RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    -- Once per call: nmc.now() in the SET list was a function call per row.
+    v_nu timestamptz;
 BEGIN
     IF coalesce(pg_catalog.cardinality(p_taak_ids), 0) > 0 THEN
+        v_nu := nmc.now();
         UPDATE nmc.taak AS t
-        SET staat = 'done', afgerond_op = nmc.now(), lease_eigenaar = NULL, lease_tot = NULL
+        SET staat = 'done', afgerond_op = v_nu, lease_eigenaar = NULL, lease_tot = NULL
         WHERE t.id = ANY(p_taak_ids);
     END IF;
 END

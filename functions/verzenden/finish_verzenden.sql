@@ -25,6 +25,7 @@ DECLARE
     v_fouten text [];
     v_pogingen uuid [];
     v_gepland boolean [];
+    v_van nmc.notificatie_status [];
     v_naar nmc.notificatie_status [];
     v_redenen nmc.reden [];
 BEGIN
@@ -108,9 +109,10 @@ BEGIN
         ),
         pg_catalog.array_agg(k.poging_id ORDER BY k.i),
         pg_catalog.array_agg(k.poging_status = 'gepland' ORDER BY k.i),
+        pg_catalog.array_agg(k.van ORDER BY k.i),
         pg_catalog.array_agg(k.naar ORDER BY k.i),
         pg_catalog.array_agg(k.reden ORDER BY k.i)
-    INTO v_fouten, v_pogingen, v_gepland, v_naar, v_redenen
+    INTO v_fouten, v_pogingen, v_gepland, v_van, v_naar, v_redenen
     FROM (
         SELECT
             u.i,
@@ -214,10 +216,14 @@ BEGIN
         SELECT u.id FROM unnest(p_taak_ids, v_fouten) AS u (id, fout) WHERE u.fout IS NULL
     ));
 
+    -- The status after the call, known without reading the rows again: the transition's
+    -- target, or (no transition, or a refusal) the status read under the lock in step 3.
     RETURN QUERY
-    SELECT u.i::integer, n.status, u.fout
-    FROM unnest(v_notificaties, v_fouten) WITH ORDINALITY AS u (notificatie_id, fout, i)
-    LEFT JOIN nmc.notificatie AS n ON u.notificatie_id = n.id
+    SELECT
+        u.i::integer,
+        CASE WHEN u.fout IS NULL THEN coalesce(u.naar, u.van) ELSE u.van END,
+        u.fout
+    FROM unnest(v_van, v_naar, v_fouten) WITH ORDINALITY AS u (van, naar, fout, i)
     ORDER BY u.i;
 END
 $$;

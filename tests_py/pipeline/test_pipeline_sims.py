@@ -340,3 +340,42 @@ def test_an_accepted_send_whose_answer_times_out_is_found_by_reference(notifynl)
     assert by_reference("r-hang") == ["r-hang"]
     assert by_reference("r-none") == []
     assert sim_get(notifynl, "/_sim/sent")["per_reference"] == {"r-hang": 1, "r-other": 1}
+
+
+def test_keys_set_through_the_config_are_honoured(notifynl):
+    # The token check's key table is made once and again only when the key lists change.
+    other = f"ander-{uuid.uuid4()}-{uuid.uuid4()}"
+    bearer = token(iss=other[-73:-37], secret=other[-36:])
+    assert send(notifynl, bearer=bearer).json() == auth_error(
+        403, "Invalid token: service not found"
+    )
+    httpx.post(f"{notifynl}/_sim/config", json={"api_keys": [API_KEY, other]}).raise_for_status()
+    try:
+        assert send(notifynl, bearer=bearer).status_code == 201
+    finally:
+        httpx.post(f"{notifynl}/_sim/config", json={"api_keys": [API_KEY]}).raise_for_status()
+    assert send(notifynl, bearer=bearer).status_code == 403
+    assert send(notifynl).status_code == 201
+
+
+def test_a_delivery_under_way_is_pending_until_done_or_reset(notifynl):
+    # Delivery runs on timers, one per step: they count as pending, and a reset cancels them.
+    before = sim_get(notifynl, "/_sim/config")["delivery_delay_s"]
+    httpx.post(f"{notifynl}/_sim/config", json={"delivery_delay_s": 1.0}).raise_for_status()
+    try:
+        created = send(notifynl).json()
+        assert sim_get(notifynl, "/_sim/callbacks")["pending_tasks"] == 1
+        headers = {"Authorization": f"Bearer {token()}"}
+
+        def status():
+            url = f"{notifynl}/v2/notifications/{created['id']}"
+            return httpx.get(url, headers=headers).json()["status"]
+
+        assert status() == "created"
+        wait_for(lambda: status() == "delivered")
+        assert sim_get(notifynl, "/_sim/callbacks")["pending_tasks"] == 0
+        send(notifynl)
+        httpx.post(f"{notifynl}/_sim/reset").raise_for_status()
+        assert sim_get(notifynl, "/_sim/callbacks")["pending_tasks"] == 0
+    finally:
+        httpx.post(f"{notifynl}/_sim/config", json={"delivery_delay_s": before}).raise_for_status()

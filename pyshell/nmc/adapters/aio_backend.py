@@ -19,12 +19,19 @@ server closed the connection without a whole response, or sent something that is
 HTTP). A connection is reused only after a whole response that allows keep-alive, and
 never when anything arrived while it was idle. No HTTP/2, no Expect: 100-continue, no
 streaming of request or response bodies.
+
+`LeanAsyncClient` is the httpx client the worker puts on top of it: httpx's own
+`AsyncClient.request` (a new request merged with the client's base URL, cookies and
+parameters, sent through its auth, redirect and cookie machinery; every response parsed again
+by urllib to look for cookies) cost the worker more CPU per send than this transport does.
 """
 
 import asyncio
 import ssl
 import time
 from collections import deque
+from json import dumps as json_dumps
+from typing import Any
 
 import httptools
 import httpx
@@ -297,6 +304,10 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
         self._idle_count = 0
 
 
+def _lower(name: bytes) -> str:
+    return name.decode("latin-1").lower()
+
+
 def _encode(request: httpx.Request, body: bytes) -> bytes:
     """The request head and body as bytes (a body is always sent with its length)."""
     url = request.url
@@ -313,3 +324,159 @@ def _encode(request: httpx.Request, body: bytes) -> bytes:
     if body and not has_length:
         lines.append(b"Content-Length: " + str(len(body)).encode("ascii"))
     return b"\r\n".join(lines) + b"\r\n\r\n" + body
+
+
+class LeanAsyncClient(httpx.AsyncClient):
+    """An `httpx.AsyncClient` whose `request` (and so `get`, `post`, …) goes straight to its
+    transport: it builds the request httpx builds (the same head in the same order: `Host`,
+    the client's default headers, the call's, the body's length and type;
+    tests_py/test_aio_backend.py compares the two), sends it, and reads the response whole.
+
+    What is left out is what the NMC's calls never use: a base URL and event hooks (this
+    constructor takes neither), client auth, cookies (a response's are not kept), following
+    redirects (a 3xx is returned, as httpx does by default). A call that asks for more
+    (`auth=`, `cookies=`, `follow_redirects=True`, a per-call `timeout=`, form data, a
+    streamed body, credentials in the URL, …) takes httpx's full path, and so does `send`.
+    Parsed URLs are cached: the worker calls a handful of URLs over and over.
+    """
+
+    _URL_CACHE_SIZE = 256
+
+    def __init__(
+        self,
+        *,
+        transport: httpx.AsyncBaseTransport,
+        timeout: httpx.Timeout | float | None = 5.0,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(transport=transport, timeout=timeout, headers=headers)
+        self._direct = transport
+        self._urls: dict[str, httpx.URL] = {}
+
+    async def request(
+        self,
+        method: str,
+        url: httpx.URL | str,
+        *,
+        content: Any = None,
+        data: Any = None,
+        files: Any = None,
+        json: Any = None,
+        params: Any = None,
+        headers: Any = None,
+        cookies: Any = None,
+        auth: Any = httpx.USE_CLIENT_DEFAULT,
+        follow_redirects: Any = httpx.USE_CLIENT_DEFAULT,
+        timeout: Any = httpx.USE_CLIENT_DEFAULT,
+        extensions: Any = None,
+    ) -> httpx.Response:
+        target = self._url(url)
+        lean = (
+            (content is None or isinstance(content, bytes))
+            and data is None
+            and files is None
+            and cookies is None
+            and auth is httpx.USE_CLIENT_DEFAULT
+            and follow_redirects in (httpx.USE_CLIENT_DEFAULT, False)
+            and timeout is httpx.USE_CLIENT_DEFAULT
+            and not extensions
+            and not target.userinfo  # credentials in the URL: httpx's basic auth
+            and self.auth is None
+            and not self.follow_redirects
+            and not self.cookies
+        )
+        if not lean:
+            return await super().request(
+                method,
+                url,
+                content=content,
+                data=data,
+                files=files,
+                json=json,
+                params=params,
+                headers=headers,
+                cookies=cookies,
+                auth=auth,
+                follow_redirects=follow_redirects,
+                timeout=timeout,
+                extensions=extensions,
+            )
+        request = self.lean_request(
+            method, target, content=content, json=json, params=params, headers=headers
+        )
+        response = await self._direct.handle_async_request(request)
+        response.request = request
+        try:
+            # A body the transport already holds (ours) is read without async iteration.
+            if isinstance(response.stream, httpx.SyncByteStream):
+                response.read()
+            else:
+                await response.aread()
+        except BaseException:
+            await response.aclose()
+            raise
+        return response
+
+    def lean_request(
+        self,
+        method: str,
+        url: httpx.URL | str,
+        *,
+        content: bytes | None = None,
+        json: Any = None,
+        params: Any = None,
+        headers: Any = None,
+    ) -> httpx.Request:
+        """The request `build_request` would make for these arguments, built in one pass
+        (httpx's merges a header list into another and looks every name up again)."""
+        target = self._url(url)
+        if params:
+            target = httpx.URL(target, params=params)  # replaces the query, as httpx does
+        method = method.upper()
+        body_headers: list[tuple[bytes, bytes]] = []
+        if content is not None:
+            body = content
+            if body:
+                body_headers.append((b"Content-Length", str(len(body)).encode("ascii")))
+        elif json is not None:
+            body = json_dumps(
+                json, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+            ).encode("utf-8")
+            body_headers.append((b"Content-Length", str(len(body)).encode("ascii")))
+            body_headers.append((b"Content-Type", b"application/json"))
+        else:
+            body = b""
+        own = httpx.Headers(headers)
+        overridden = {name for name, _ in own.multi_items()}  # lower case
+        merged = [(n, v) for n, v in self.headers.raw if _lower(n) not in overridden]
+        merged += own.raw
+        present = {_lower(n) for n, _ in merged}
+        merged += [(n, v) for n, v in body_headers if _lower(n) not in present]
+        present.update(_lower(n) for n, _ in body_headers)
+        auto: list[tuple[bytes, bytes]] = []
+        if "host" not in present and target.host:
+            auto.append((b"Host", target.netloc))
+        if method in ("POST", "PUT", "PATCH") and not present & {
+            "content-length",
+            "transfer-encoding",
+        }:
+            auto.append((b"Content-Length", b"0"))
+        request = httpx.Request(
+            method,
+            target,
+            headers=auto + merged,
+            stream=httpx.ByteStream(body),
+            extensions={"timeout": self.timeout.as_dict()},
+        )
+        request.read()  # the body is in hand: a transport's aread() then returns it at once
+        return request
+
+    def _url(self, url: httpx.URL | str) -> httpx.URL:
+        if isinstance(url, httpx.URL):
+            return url
+        parsed = self._urls.get(url)
+        if parsed is None:
+            if len(self._urls) >= self._URL_CACHE_SIZE:
+                self._urls.clear()  # URLs with an id in them: start over rather than grow
+            parsed = self._urls[url] = httpx.URL(url)
+        return parsed

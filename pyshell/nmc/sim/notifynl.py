@@ -26,6 +26,7 @@ import re
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
@@ -35,6 +36,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from nmc.sim.notifynl_auth import AuthError, SimKey, authenticate
 
@@ -67,6 +69,7 @@ ERROR_TYPES = {
     500: ("Exception", "Internal server error"),
 }
 PAGE_SIZE = 250
+SEND_PATH = "/v2/notifications/email"
 # Callbacks under way at once. httpx's pool scans every queued request on each change, so
 # thousands of callbacks waiting in it (a receiver that is slow or down for a while) would
 # cost the simulator quadratic CPU; they wait on a semaphore instead.
@@ -124,15 +127,22 @@ def _error(status_code: int, error: str, message: str) -> JSONResponse:
 
 
 class NotifySim:
-    """The simulator's state and its Starlette app (`app`)."""
+    """The simulator's state and its ASGI app (`app`: the send straight to its handler, all
+    else through the Starlette app `starlette`)."""
 
     def __init__(self, config: SimConfig | None = None, seed: int | None = None) -> None:
         self.config = config or SimConfig()
         self.random = random.Random(seed)  # noqa: S311 - fault dice, not secrets
-        self.app = Starlette(routes=self._routes(), lifespan=self._lifespan)
+        self.starlette = Starlette(routes=self._routes(), lifespan=self._lifespan)
+        self.app = _App(self)
         self._client: httpx.AsyncClient | None = None
         self._callback_slots: asyncio.Semaphore | None = None
         self._tasks: set[asyncio.Task] = set()
+        self._timers: set[asyncio.Handle] = set()
+        # The API keys as the token check wants them, made again only when the config's
+        # key lists change (not on every request).
+        self._keys_of: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+        self._keys_made: dict[str, list[SimKey]] = {}
         self.reset()
 
     # ---------------------------------------------------------------- state
@@ -149,11 +159,20 @@ class NotifySim:
         self.callbacks: list[dict[str, Any]] = []
         for task in list(self._tasks):
             task.cancel()
+        for timer in self._timers:
+            timer.cancel()
+        self._timers.clear()
 
     def now(self) -> datetime:
         return datetime.fromtimestamp(time.time() + self.offset_s, UTC)
 
     def _keys(self) -> dict[str, list[SimKey]]:
+        source = (tuple(self.config.api_keys), tuple(self.config.revoked_keys))
+        if source != self._keys_of:
+            self._keys_made, self._keys_of = self._parse_keys(), source
+        return self._keys_made
+
+    def _parse_keys(self) -> dict[str, list[SimKey]]:
         keys: dict[str, list[SimKey]] = {}
         for key in self.config.api_keys:
             parsed = SimKey.parse(key)
@@ -171,7 +190,7 @@ class NotifySim:
 
     def _routes(self) -> list[Route]:
         return [
-            Route("/v2/notifications/email", self._send_email, methods=["POST"]),
+            Route(SEND_PATH, self._send_email, methods=["POST"]),
             Route("/v2/notifications/{notification_id}", self._get_one, methods=["GET"]),
             Route("/v2/notifications", self._get_list, methods=["GET"]),
             Route("/_sim/faults", self._faults, methods=["GET", "POST", "DELETE"]),
@@ -192,6 +211,9 @@ class NotifySim:
         finally:
             for task in list(self._tasks):
                 task.cancel()
+            for timer in self._timers:
+                timer.cancel()
+            self._timers.clear()
             await asyncio.gather(*self._tasks, return_exceptions=True)
             await self._client.aclose()
 
@@ -200,7 +222,7 @@ class NotifySim:
         entry = {
             "ts": time.time(),
             "method": request.method,
-            "path": request.url.path,
+            "path": request.scope["path"],
             "reference": reference or request.query_params.get("reference"),
             "traceparent": request.headers.get("traceparent"),
             "status": None,
@@ -339,7 +361,7 @@ class NotifySim:
             self.ids_by_reference.setdefault(notification["reference"], []).append(
                 notification["id"]
             )
-        self._spawn(self._deliver(notification))
+        self._later(self.config.delivery_delay_s, self._sending, notification)
         return notification
 
     def _outcome(self, address: str) -> str | None:
@@ -349,13 +371,17 @@ class NotifySim:
             return "temporary-failure" if first else "delivered"
         return OUTCOMES.get(prefix, "delivered")
 
-    async def _deliver(self, notification: dict[str, Any]) -> None:
-        await asyncio.sleep(self.config.delivery_delay_s)
+    # Delivery: created -> sending -> the outcome, a `delivery_delay_s` per step, on timers
+    # (a task per notification cost the simulator more than the send itself).
+
+    def _sending(self, notification: dict[str, Any]) -> None:
         notification["status"] = "sending"
         notification["sent_at"] = self.now()
         if notification["outcome"] is None:
             return  # stil: never an outcome, never a callback
-        await asyncio.sleep(self.config.delivery_delay_s)
+        self._later(self.config.delivery_delay_s, self._completed, notification)
+
+    def _completed(self, notification: dict[str, Any]) -> None:
         notification["status"] = notification["outcome"]
         notification["completed_at"] = self.now()
         self._schedule_callbacks(notification)
@@ -419,6 +445,17 @@ class NotifySim:
         task = asyncio.get_running_loop().create_task(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def _later(self, delay: float, step: Callable[[dict[str, Any]], None], notification) -> None:
+        """`step(notification)` after `delay` seconds; `reset` cancels what is still pending."""
+
+        def fire() -> None:
+            self._timers.discard(handle)
+            step(notification)
+
+        loop = asyncio.get_running_loop()
+        handle = loop.call_later(delay, fire) if delay > 0 else loop.call_soon(fire)
+        self._timers.add(handle)
 
     # ---------------------------------------------------------------- bodies
 
@@ -532,12 +569,33 @@ class NotifySim:
         return JSONResponse(self.requests)
 
     async def _callbacks(self, request: Request) -> Response:
-        pending = sum(1 for task in self._tasks if not task.done())
+        pending = sum(1 for task in self._tasks if not task.done()) + len(self._timers)
         return JSONResponse({"pending_tasks": pending, "callbacks": self.callbacks})
 
     async def _reset(self, request: Request) -> Response:
         self.reset()
         return Response(status_code=204)
+
+
+class _App:
+    """The simulator's ASGI app. A send (NotifyNL's hot path: thousands a second in a drain)
+    goes straight to its handler; everything else through the Starlette app, whose
+    middleware and route matching cost about as much as the send's handler itself."""
+
+    def __init__(self, sim: NotifySim) -> None:
+        self._sim = sim
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] == "http"
+            and scope["method"] == "POST"
+            and scope["path"] == SEND_PATH
+            and not scope.get("root_path")
+        ):
+            response = await self._sim._send_email(Request(scope, receive))
+            await response(scope, receive, send)
+            return
+        await self._sim.starlette(scope, receive, send)
 
 
 def _outcome_prefix(address: str) -> str:
