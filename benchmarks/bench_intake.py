@@ -131,7 +131,8 @@ def single_params(dv_id: int, values: dict) -> dict:
         "regie": "decentraal",
         "dvref_hmac": secrets.token_bytes(32), "pepper_versie": 1,
         "payload_hash": secrets.token_bytes(32), "kek_id": "bench-kek", "geldig_tot": None,
-        "batch_id": None, "trace_id": secrets.token_hex(16), "dienst": None, **values,
+        "batch_id": None, "trace_id": secrets.token_hex(16), "dienst": None, "vorige_hmacs": None,
+        **values,
     }  # fmt: skip
 
 
@@ -144,7 +145,7 @@ def batch_params(dv_id: int, values: dict, n: int) -> dict:
         "payload_hashes": [secrets.token_bytes(32) for _ in range(n)],
         "ontvangers": [values["ontvanger"]] * n, "gegevens": [values["gegevens"]] * n,
         "sleutels": [values["sleutel"]] * n, "geldig_tot": [None] * n,
-        "trace_ids": [secrets.token_hex(16)] * n, "diensten": [None] * n,
+        "trace_ids": [secrets.token_hex(16)] * n, "diensten": [None] * n, "vorige_hmacs": None,
     }  # fmt: skip
 
 
@@ -218,18 +219,32 @@ def intake_requests(base_url: str, path: str, tokens: list[str], make_body) -> I
         yield rawload.request_bytes(base_url, path, make_body(n), headers[n % len(headers)])
 
 
+# Requests are built before the clock runs (more than a run can send), so that the load
+# generator spends the machine's CPU on sending, not on JSON: it shares the cores with the
+# API and PostgreSQL.
+MAX_SINGLE_PER_PROCESS = 4000
+MAX_BATCHES_PER_S = 60
+
+
+def prebuilt(requests: Iterator[bytes], count: int) -> Iterator[bytes]:
+    return iter(list(itertools.islice(requests, count)))
+
+
 async def single_load(
     base_url: str, tokens: list[str], clients: int, per_client: int, seconds: float
 ) -> tuple[list[float], int, float]:
     """(latencies of accepted intakes, errors, CPU seconds this load process used)."""
-    cpu_before = time.process_time()
     prefix = uuid.uuid4().hex[:12]
-    requests = intake_requests(
-        base_url,
-        f"{BASE}/decentraal/notificaties",
-        tokens,
-        lambda n: json.dumps(body(prefix, n)).encode(),
+    requests = prebuilt(
+        intake_requests(
+            base_url,
+            f"{BASE}/decentraal/notificaties",
+            tokens,
+            lambda n: json.dumps(body(prefix, n)).encode(),
+        ),
+        count=int(seconds * MAX_SINGLE_PER_PROCESS),
     )
+    cpu_before = time.process_time()
     result = await rawload.run(
         base_url, requests, connections=clients * per_client, seconds=seconds
     )
@@ -244,8 +259,9 @@ async def batch_load(
         prefix = f"{uuid.uuid4().hex[:12]}-{n}"
         return json.dumps({"notificaties": [body(prefix, i) for i in range(BATCH_SIZE)]}).encode()
 
-    requests = intake_requests(
-        base_url, f"{BASE}/decentraal/notificaties/_batch", tokens, batch_body
+    requests = prebuilt(
+        intake_requests(base_url, f"{BASE}/decentraal/notificaties/_batch", tokens, batch_body),
+        count=int(seconds * MAX_BATCHES_PER_S),
     )
     result = await rawload.run(base_url, requests, connections=concurrency, seconds=seconds)
     errors = sum(count for status, count in result.statuses.items() if status != 202)
@@ -293,17 +309,25 @@ def start_api(env: dict[str, str], port: int, workers: int) -> subprocess.Popen:
     raise SystemExit("nmc api did not answer within 30 s")
 
 
-def process_cpu(pid: int) -> float:
-    """CPU seconds (user + system) of a process and its children (uvicorn workers), from
-    /proc (Linux); 0 where unavailable."""
+def process_cpu(pid: int | None) -> float:
+    """CPU seconds (user + system) of a process and its children (uvicorn workers), or with
+    None of every PostgreSQL process (backends, WAL writer, checkpointer: all of the
+    cluster's work), from /proc (Linux); 0 where unavailable."""
     total = 0.0
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
+            name, rest = stat.read_text().rsplit(")", 1)
         except OSError:
             continue
-        if stat.parent.name == str(pid) or fields[1] == str(pid):
-            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        fields = rest.split()
+        if pid is None:
+            counted = name.endswith("(postgres")
+        else:
+            counted = stat.parent.name == str(pid) or fields[1] == str(pid)
+        if counted:
+            # utime + stime, and cutime + cstime: a backend that exits (a closed connection)
+            # moves its CPU into the postmaster's children's time instead of vanishing.
+            total += sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
     return total
 
 
@@ -328,7 +352,9 @@ class IntakeOptions:
     client_processes: int = 2
     clients: int = 4
     per_client: int = 4
-    batch_concurrency: int = 4
+    # Batches in flight: 4 per API worker, so that while one waits for PostgreSQL the others
+    # are parsed and sealed (with 2 per worker the cores idle between them).
+    batch_concurrency: int = 8
 
 
 def parse_args() -> IntakeOptions:
@@ -344,7 +370,7 @@ def parse_args() -> IntakeOptions:
     option("--client-processes", type=int, default=2, help="load generator processes (2)")
     option("--clients", type=int, default=4, help="client groups per process (4)")
     option("--per-client", type=int, default=4, help="connections per group (4)")
-    option("--batch-concurrency", type=int, default=4, help="batches in flight (4)")
+    option("--batch-concurrency", type=int, default=8, help="batches in flight (8)")
     return IntakeOptions(**vars(parser.parse_args()))
 
 
@@ -364,9 +390,13 @@ def measure_round(args, api_url, dv_ids, base_url, tokens, api_pid) -> dict[str,
     sql_batch = asyncio.run(
         sql_ceiling(api_url, dv_ids, args.batch_concurrency, args.seconds, BATCH_SIZE)
     )
+    time.sleep(0.5)  # the SQL ceiling's backends exit first: their CPU is not the API's load
+    api_before, postgres_before = process_cpu(api_pid), process_cpu(None)
     [(done, batch_errors)] = run_clients(
         "batch", 1, (base_url, tokens, args.batch_concurrency, args.seconds)
     )
+    api_batch_cpu = (process_cpu(api_pid) - api_before) / max(1, done)
+    postgres_batch_cpu = (process_cpu(None) - postgres_before) / max(1, done)
     return {
         "sql_single": sql_single,
         "http_single": len(latencies) / args.seconds,
@@ -378,6 +408,8 @@ def measure_round(args, api_url, dv_ids, base_url, tokens, api_pid) -> dict[str,
         "cpu_load": load_cpu * 1000,
         "sql_batch": sql_batch,
         "http_batch": done / args.seconds,
+        "cpu_api_batch_item": api_batch_cpu * 1_000_000,
+        "cpu_postgres_batch_item": postgres_batch_cpu * 1_000_000,
     }
 
 
@@ -440,7 +472,9 @@ def bench_intake(admin_url: str, options: IntakeOptions | None = None) -> dict:
                 f"CPU per single intake (median, ms): API process {median['cpu_api']:.2f}, "
                 f"load generator {median['cpu_load']:.2f}; SQL-ceiling client "
                 f"(psycopg) {median['cpu_sql_client']:.2f}; PostgreSQL's share is the same on "
-                "both paths"
+                "both paths. CPU per batch item over HTTP: "
+                f"API {median['cpu_api_batch_item']:.0f} µs, "
+                f"PostgreSQL {median['cpu_postgres_batch_item']:.0f} µs (all its processes)"
             )
             quiet = run_clients("single", 1, (base_url, tokens, 1, 1, args.seconds))
             latencies = quiet[0][0]
@@ -477,6 +511,10 @@ def bench_intake(admin_url: str, options: IntakeOptions | None = None) -> dict:
             "api": round(median["cpu_api"], 3),
             "load_generator": round(median["cpu_load"], 3),
             "sql_ceiling_client": round(median["cpu_sql_client"], 3),
+        },
+        "cpu_us_per_batch_item": {
+            "api": round(median["cpu_api_batch_item"], 1),
+            "postgres": round(median["cpu_postgres_batch_item"], 1),
         },
         "one_in_flight": one_in_flight,
         "rounds": len(rounds),

@@ -172,7 +172,9 @@ def intake(admin_url: str, sizes: dict) -> tuple[dict, list[Row]]:
             20_000,
             "/s",
             f"SQL ceiling {batch_ceiling:,}/s; HTTP is "
-            f"{r['http_batch_per_s'] / batch_ceiling:.0%} of it",
+            f"{r['http_batch_per_s'] / batch_ceiling:.0%} of it; CPU µs per item: API "
+            f"{r['cpu_us_per_batch_item']['api']:.0f}, PostgreSQL "
+            f"{r['cpu_us_per_batch_item']['postgres']:.0f}",
         ),
     ]
 

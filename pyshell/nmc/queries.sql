@@ -56,13 +56,14 @@ CREATE EXTENSION IF NOT EXISTS pgtap
 SELECT d.dv_id, d.naam FROM nmc.find_dienstverlener(%(oin)s::text) AS d
 
 -- intake_notificatie --
+-- Byte strings in binary (no hex encoding and parsing).
 SELECT r.notificatie_id, r.nieuw
 FROM nmc.intake_notificatie(
     %(id)s::uuid, %(dv_id)s::integer, %(berichttype)s::text, %(regie)s::nmc.regie,
-    %(dvref_hmac)s::bytea, %(pepper_versie)s::smallint, %(payload_hash)s::bytea,
-    %(ontvanger)s::bytea, %(gegevens)s::bytea, %(sleutel)s::bytea, %(kek_id)s::text,
+    %(dvref_hmac)b::bytea, %(pepper_versie)s::smallint, %(payload_hash)b::bytea,
+    %(ontvanger)b::bytea, %(gegevens)b::bytea, %(sleutel)b::bytea, %(kek_id)s::text,
     %(geldig_tot)s::timestamptz, %(batch_id)s::uuid, %(trace_id)s::text, %(dienst)s::text,
-    %(vorige_hmacs)s::bytea[]
+    %(vorige_hmacs)b::bytea[]
 ) AS r
 
 -- intake_notificaties --
