@@ -1,6 +1,6 @@
 -- A task's notification: kept per statement instead of by a foreign key (schema/0014).
 BEGIN;
-SELECT plan(9);
+SELECT plan(11);
 \ir fixtures/setup.sql
 
 SELECT pg_temp.nieuwe_notificatie() AS id \gset
@@ -9,6 +9,14 @@ SELECT col_isnt_fk('nmc', 'taak', 'notificatie_id', 'taak.notificatie_id is no f
 SELECT trigger_is(
     'nmc', 'taak', 'taak_notificatie_bestaat', 'nmc', 'check_taak_notificatie',
     'nmc.check_taak_notificatie judges inserted tasks'
+);
+SELECT trigger_is(
+    'nmc', 'taak', 'taak_notificatie_vast', 'nmc', 'refuse_taak_notificatie_change',
+    'nmc.refuse_taak_notificatie_change keeps a task with its notification'
+);
+SELECT trigger_is(
+    'nmc', 'notificatie', 'notificatie_taken_weg', 'nmc', 'delete_taken_van_notificaties',
+    'nmc.delete_taken_van_notificaties deletes the tasks of deleted notifications'
 );
 SELECT throws_ok(
     $$INSERT INTO nmc.taak (soort, dv_id, notificatie_id, due, aangemaakt_op)
