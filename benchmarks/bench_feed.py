@@ -45,22 +45,21 @@ import random
 import statistics
 import sys
 import time
-import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Sequence
+from contextlib import ExitStack
 from pathlib import Path
 
 import psycopg
-from psycopg import sql
 from psycopg.types.string import TextLoader
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "pyshell"))
 
+from bench_send import fresh_database  # noqa: E402
+
 from nmc.config import Settings  # noqa: E402
 from nmc.database import connection_url, with_overrides  # noqa: E402
 from nmc.embedded_db import EmbeddedCluster  # noqa: E402
-from nmc.migrate import migrate  # noqa: E402
 from nmc.queries import QUERIES  # noqa: E402
 
 PAGE = 1000
@@ -98,22 +97,6 @@ WHERE s.r <= %(last)s
 ORDER BY random()
 LIMIT %(samples)s
 """
-
-
-@contextmanager
-def fresh_database(admin_url: str) -> Iterator[str]:
-    name = f"nmc_bench_feed_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    url = with_overrides(admin_url, database=name)
-    try:
-        migrate(url, ROOT)
-        yield url
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
 
 
 def onboard(conn: psycopg.Connection) -> list[int]:

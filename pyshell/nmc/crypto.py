@@ -416,6 +416,10 @@ class PepperSet:
     # more than the hashing itself.
     _macs: dict[int, HMAC] = field(default_factory=dict, repr=False, compare=False)
 
+    def earlier(self) -> list[int]:
+        """The live versions other than `current`, newest first: lookups try them too."""
+        return sorted((v for v in self.versions if v != self.current), reverse=True)
+
     def keyed_hmac(self, version: int) -> HMAC:
         """HMAC-SHA256 keyed with pepper `version` (one of `versions`), only to be copied."""
         keyed = self._macs.get(version)
@@ -549,8 +553,7 @@ def dvref_hmacs_all(
 ) -> list[tuple[bytes, int]]:
     """The dvRef HMAC under every configured pepper version, current first, for lookups."""
     pepper = (peppers() if pepper_set is None else pepper_set).for_purpose(PURPOSE_DVREF)
-    older = sorted((v for v in pepper.versions if v != pepper.current), reverse=True)
-    order = [pepper.current, *older]
+    order = [pepper.current, *pepper.earlier()]
     return [dvref_hmac(dv_id, dvref, v, pepper_set=pepper_set) for v in order]
 
 

@@ -163,25 +163,17 @@ class Ldv:
     ) -> dict[str, str]:
         """Write the record (raises `Deferral` when it cannot be written); return the
         `traceparent` header the following call carries."""
-        span_id = secrets.token_hex(8)
-        moment = _utc_now()
-        record = {
-            "trace_id": trace_id,
-            "span_id": span_id,
-            "parent_span_id": None,
-            "name": name,
-            "start_time": moment,
-            "end_time": moment,
-            "status_code": "OK",
-            "resource": RESOURCE,
-            "attributes": {
+        record = span_record(
+            trace_id,
+            name,
+            {
                 "dpl.core.processing_activity_id": activiteit,
                 "dpl.core.data_subject_id": pseudonymise(self._key, betrokkene),
                 "dpl.core.data_subject_id_type": betrokkene.soort,
             },
-        }
+        )
         await self._sink.write(record)
-        return traceparent(trace_id, span_id)
+        return traceparent(trace_id, record["span_id"])
 
     async def register_verstrekking(
         self, trace_id: str, name: str, dv_id: int, notificatie_ids: Iterable[str]
@@ -190,28 +182,39 @@ class Ldv:
         feed page (nmc.api.verstrekking_ldv): no data subject the worker could name, the
         notification ids are the pseudonymous link. Raises `Deferral` when it cannot be
         written; returns the `traceparent` of the call."""
-        span_id = secrets.token_hex(8)
-        moment = _utc_now()
-        record = {
-            "trace_id": trace_id,
-            "span_id": span_id,
-            "parent_span_id": None,
-            "name": name,
-            "start_time": moment,
-            "end_time": moment,
-            "status_code": "OK",
-            "resource": RESOURCE,
-            "attributes": {
-                "dpl.core.processing_activity_id": ACTIVITEIT_STATUS_VERSTREKKEN,
-                "nmc.dienstverlener": dv_id,
-                "nmc.notificatie_ids": sorted(set(notificatie_ids)),
-            },
-        }
+        record = span_record(trace_id, name, verstrekking_attributes(dv_id, notificatie_ids))
         await self._sink.write(record)
-        return traceparent(trace_id, span_id)
+        return traceparent(trace_id, record["span_id"])
 
     async def aclose(self) -> None:
         await self._sink.aclose()
+
+
+def span_record(trace_id: str, name: str, attributes: dict[str, Any]) -> dict[str, Any]:
+    """An LDV record: one finished span (fresh span id, start = end = now, status OK) of the
+    NMC resource with the processing's attributes."""
+    moment = _utc_now()
+    return {
+        "trace_id": trace_id,
+        "span_id": secrets.token_hex(8),
+        "parent_span_id": None,
+        "name": name,
+        "start_time": moment,
+        "end_time": moment,
+        "status_code": "OK",
+        "resource": RESOURCE,
+        "attributes": attributes,
+    }
+
+
+def verstrekking_attributes(dv_id: int, notificatie_ids: Iterable[str]) -> dict[str, Any]:
+    """Attributes of a provision of statuses to a DV: no data subject the NMC could name
+    there; the notification ids are the pseudonymous link."""
+    return {
+        "dpl.core.processing_activity_id": ACTIVITEIT_STATUS_VERSTREKKEN,
+        "nmc.dienstverlener": dv_id,
+        "nmc.notificatie_ids": sorted(set(notificatie_ids)),
+    }
 
 
 def _utc_now() -> str:

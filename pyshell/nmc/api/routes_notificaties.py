@@ -171,8 +171,7 @@ def earlier_pepper_hmacs(services: Services, dv_id: int, dvrefs: list[str]) -> l
     """Each dvRef's HMAC under every earlier live pepper version, item by item; None while
     only the current version is live. A DV replaying a request accepted before a pepper
     rotation gets its stored notification back, not a second one (SPEC §7 idempotency)."""
-    pepper = services.peppers.for_purpose(PURPOSE_DVREF)
-    earlier = sorted((v for v in pepper.versions if v != pepper.current), reverse=True)
+    earlier = services.peppers.for_purpose(PURPOSE_DVREF).earlier()
     if not earlier:
         return None
     per_version = [dvref_hmac_many(dv_id, dvrefs, v, pepper_set=services.peppers) for v in earlier]

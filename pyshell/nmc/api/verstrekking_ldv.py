@@ -17,13 +17,10 @@ personal and writes no record. A failed write refuses the page (503): nothing is
 that is not logged.
 """
 
-import secrets
 from collections.abc import Iterable
-from datetime import UTC, datetime
-from typing import Any
 
 from nmc.adapters.http import Deferral
-from nmc.adapters.ldv import ACTIVITEIT_STATUS_VERSTREKKEN, RESOURCE, Sink
+from nmc.adapters.ldv import Sink, span_record, verstrekking_attributes
 from nmc.api.problems import Problem, service_unavailable
 
 
@@ -35,25 +32,10 @@ class VerstrekkingLdv:
         self, *, trace_id: str, name: str, dv_id: int, notificatie_ids: Iterable[str]
     ) -> None:
         """Write the record of one page; raises a 503 problem when it cannot be written."""
-        ids = sorted(set(notificatie_ids))
-        if not ids:
+        attributes = verstrekking_attributes(dv_id, notificatie_ids)
+        if not attributes["nmc.notificatie_ids"]:
             return
-        moment = datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-        record: dict[str, Any] = {
-            "trace_id": trace_id,
-            "span_id": secrets.token_hex(8),
-            "parent_span_id": None,
-            "name": name,
-            "start_time": moment,
-            "end_time": moment,
-            "status_code": "OK",
-            "resource": RESOURCE,
-            "attributes": {
-                "dpl.core.processing_activity_id": ACTIVITEIT_STATUS_VERSTREKKEN,
-                "nmc.dienstverlener": dv_id,
-                "nmc.notificatie_ids": ids,
-            },
-        }
+        record = span_record(trace_id, name, attributes)
         try:
             await self._sink.write(record)
         except Deferral:
