@@ -3,11 +3,14 @@
 `find_email` looks a party up and picks its e-mail contactgegeven in the contract's order:
 1. a scope with exactly this DV and this service; 2. a scope with this DV and no service;
 3. `isDefault: true`; 4. no scopes at all. A 404 or no match is None: no e-mail preference
-(`geen-contactgegevens`). `report_invalid` reports an address invalid (idempotent at the
-Profielservice); a 404 there means nothing is left to report.
+(`geen-contactgegevens`). Every other error of the lookup (ADR 0024: "Andere fouten van de
+Profielservice: uitstel en herhaling"), a 400 or another 4xx and an unreadable answer
+included, raises `Deferral`, as 5xx, 429, 401/403, connection errors and timeouts do.
 
-5xx, 429, 401/403, connection errors and timeouts raise `Deferral`; other answers raise
-`UnexpectedResponse`. The address is returned to the send task only and never stored.
+`report_invalid` reports an address invalid (idempotent at the Profielservice); a 404 there
+means nothing is left to report. Its outages raise `Deferral`; an answer outside the contract
+raises `UnexpectedResponse` (counted: the ongeldig-melden task then waits for an operator
+after five). The address is returned to the send task only and never stored.
 """
 
 import uuid
@@ -18,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from nmc.adapters.http import UnexpectedResponse, json_body, request
+from nmc.adapters.http import Deferral, UnexpectedResponse, json_body, request
 
 SERVICE = "profielservice"
 PARTIJ_PATH = "/api/profielservice/v1/partij"
@@ -93,18 +96,24 @@ class Profielservice:
         )
         if response.status_code == 404:
             return None
+        # Only "party unknown" (404) and "no e-mail" are outcomes (ADR 0024): every other
+        # error of the Profielservice, a 400 or another 4xx included, and an answer that
+        # cannot be read, is deferred and retried without counting an attempt.
         if response.status_code != 200:
-            raise UnexpectedResponse(f"{SERVICE}-http-{response.status_code}")
-        partij = json_body(response, SERVICE)
+            raise Deferral(f"{SERVICE}-http-{response.status_code}")
+        try:
+            partij = json_body(response, SERVICE)
+        except UnexpectedResponse as unreadable:
+            raise Deferral(unreadable.fout) from None
         if not isinstance(partij, dict):
-            raise UnexpectedResponse(f"{SERVICE}-antwoord")
+            raise Deferral(f"{SERVICE}-antwoord")
         chosen = choose_email(partij.get("contactgegevens") or [], dienstverlener, dienst)
         if chosen is None:
             return None
         try:
             return Contactgegeven(id=uuid.UUID(chosen.get("id")), email=chosen["waarde"])
         except (TypeError, ValueError, AttributeError):
-            raise UnexpectedResponse(f"{SERVICE}-antwoord") from None
+            raise Deferral(f"{SERVICE}-antwoord") from None
 
     async def report_invalid(
         self,
