@@ -4,15 +4,23 @@ uvicorn's own access log is off: it prints the query string, which may hold a dv
 logs its own access lines without it, as JSON (nmc.api.middleware, nmc.api.logs); uvicorn's
 other messages are JSON lines too. SSE streams end by themselves (NMC_API_SSE_MAX_SECONDS);
 on shutdown uvicorn waits at most GRACEFUL_SHUTDOWN_SECONDS for them before closing.
+
+The request head is bounded below the app (NMC_API_MAX_HEADER_BYTES, NMC_API_MAX_HEADERS):
+with httptools by nmc.api.http_limits (431), with h11 by its incomplete-event limit (400).
 """
 
+import importlib.util
 import os
+from typing import Any
 
 import uvicorn
 
 from nmc.api.logs import log_config
+from nmc.api.settings import HeadLimits
 
 APP_FACTORY = "nmc.api.app:create_app"
+# By name: each worker process imports it (and httptools) itself.
+HEAD_LIMITED_PROTOCOL = "nmc.api.http_limits:HeadLimitedHttpToolsProtocol"
 GRACEFUL_SHUTDOWN_SECONDS = 20
 
 
@@ -22,6 +30,7 @@ def serve(host: str, port: int, *, workers: int = 1, access_log: bool = True) ->
     os.environ["NMC_API_ACCESS_LOG"] = "1" if access_log else "0"
     uvicorn.run(
         APP_FACTORY,
+        **http_protocol(),
         factory=True,
         host=host,
         port=port,
@@ -32,3 +41,11 @@ def serve(host: str, port: int, *, workers: int = 1, access_log: bool = True) ->
         log_config=log_config(),
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
     )
+
+
+def http_protocol() -> dict[str, Any]:
+    """uvicorn's HTTP settings with the head bounded (the limits are checked here, at start)."""
+    limits = HeadLimits.from_env(os.environ)
+    if importlib.util.find_spec("httptools") is not None:
+        return {"http": HEAD_LIMITED_PROTOCOL}
+    return {"http": "h11", "h11_max_incomplete_event_size": limits.max_head_bytes}

@@ -8,6 +8,10 @@ NMC_API_PREPARE_THRESHOLD      psycopg's prepare_threshold (default 5); `off` be
                                statements
 NMC_API_MAX_BODY_BYTES         body limit of a single intake and the callback (64 KiB)
 NMC_API_MAX_BATCH_BODY_BYTES   body limit of a `_batch` intake (16 MiB)
+NMC_API_MAX_HEADER_BYTES       size limit of a request head: request line and header fields
+                               together (64 KiB); beyond: 431, before the app sees it
+                               (nmc.api.http_limits)
+NMC_API_MAX_HEADERS            most header fields in a request (100); beyond: 431
 NMC_API_PROBLEM_BASE_URI       base of the problem `type` URIs
 NMC_API_SERVER_URL             the `servers` URL in the OpenAPI document
 NMC_API_DV_CACHE_SECONDS       how long an OIN -> DV lookup is reused (30)
@@ -48,6 +52,27 @@ DEFAULT_MAX_BODY_BYTES = 64 * 1024
 # 1000 items with their berichtgegevens (16 KiB each at most) fit; larger batches are split.
 DEFAULT_MAX_BATCH_BODY_BYTES = 16 * 1024 * 1024
 DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL = 0.3
+# A bearer token of the largest size the verifier reads (16 KiB, nmc.api.auth) fits four
+# times over; nginx allows 32 KiB, Apache 100 fields.
+DEFAULT_MAX_HEADER_BYTES = 64 * 1024
+DEFAULT_MAX_HEADERS = 100
+
+
+@dataclass(frozen=True)
+class HeadLimits:
+    """Bounds of a request head, applied by the HTTP protocol (nmc.api.http_limits)."""
+
+    max_head_bytes: int = DEFAULT_MAX_HEADER_BYTES
+    max_headers: int = DEFAULT_MAX_HEADERS
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> "HeadLimits":
+        return cls(
+            max_head_bytes=_int(
+                env, "NMC_API_MAX_HEADER_BYTES", DEFAULT_MAX_HEADER_BYTES, minimum=1024
+            ),
+            max_headers=_int(env, "NMC_API_MAX_HEADERS", DEFAULT_MAX_HEADERS, minimum=10),
+        )
 
 
 @dataclass(frozen=True)
