@@ -226,3 +226,24 @@ def test_the_readme_or_compose_file_names_no_file_that_is_missing():
     text = COMPOSE_FILE.read_text(encoding="utf-8")
     for reference in re.findall(r"\b(deploy/[\w./-]+|docs/[\w.-]+\.md)", text):
         assert Path(PROJECT_ROOT, reference).exists(), reference
+
+
+def _seconds(duration: str) -> float:
+    """A compose duration (`130s`, `2m10s`, `1m`) in seconds."""
+    parts = re.fullmatch(r"(?:(\d+)m)?(?:(\d+)s)?", str(duration))
+    assert parts and any(parts.groups()), f"not a duration: {duration!r}"
+    minutes, seconds = (int(group or 0) for group in parts.groups())
+    return 60 * minutes + seconds
+
+
+def test_workers_get_their_own_shutdown_grace_before_sigkill(services):
+    """After SIGTERM the worker waits up to SHUTDOWN_GRACE_S for its held tasks, then closes
+    (test_k8s_manifests.WORKER_CLOSE_S); compose's default stop grace is 10 s."""
+    from nmc.worker.loop import SHUTDOWN_GRACE_S
+    from test_k8s_manifests import WORKER_CLOSE_S
+
+    workers = by_command(services, "worker")
+    assert workers
+    for name in workers:
+        grace = _seconds(services[name].get("stop_grace_period", "10s"))
+        assert grace >= SHUTDOWN_GRACE_S + WORKER_CLOSE_S, f"{name}: stop_grace_period {grace} s"

@@ -224,9 +224,21 @@ def test_probes_ask_real_health_paths_on_the_listening_port(documents):
     assert {c for c, _, _ in probed} == {"api", "worker"}
 
 
-def test_workers_outlast_a_call_on_sigterm(documents):
+# After SIGTERM the worker waits up to SHUTDOWN_GRACE_S for the tasks it holds, then closes
+# its listener, the LDV sink, the database pool (psycopg's close waits up to 5 s) and the
+# HTTP client: the kubelet must not SIGKILL it before that.
+WORKER_CLOSE_S = 10
+
+
+def test_workers_outlast_their_own_shutdown_grace_on_sigterm(documents):
+    from nmc.worker.loop import SHUTDOWN_GRACE_S
+
     [worker] = [d for d in of_kind(documents, "Deployment") if "worker" in d["metadata"]["name"]]
-    assert pod_spec(worker)["terminationGracePeriodSeconds"] >= 30
+    grace = pod_spec(worker)["terminationGracePeriodSeconds"]
+    assert grace >= SHUTDOWN_GRACE_S + WORKER_CLOSE_S, (
+        f"terminationGracePeriodSeconds {grace} is shorter than the worker's own shutdown "
+        f"({SHUTDOWN_GRACE_S:.0f} s for held tasks + {WORKER_CLOSE_S} s to close)"
+    )
 
 
 # --------------------------------------------------------------------------------------------

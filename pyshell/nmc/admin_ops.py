@@ -127,8 +127,11 @@ def rotate_kek(
 ) -> int:
     """Re-wrap every live data key under KEK `to`, in short batches; returns how many.
 
-    Each batch: list the keys not yet under `to` (one statement), re-wrap them in memory,
-    store them (one statement; a row erased or re-wrapped meanwhile is skipped). The data
+    One pass over the notifications in id order. Each batch: read the next `batch`
+    notifications after the cursor (one statement, at most one batch of rows read, so it
+    stays far below the admin statement timeout however large the table), re-wrap in memory
+    those whose key is under another KEK, store them (one statement; a row erased or
+    re-wrapped meanwhile is skipped). Every statement is its own short transaction. The data
     ciphertexts are not touched. A key that does not unwrap stops the run after the batch,
     naming the notifications (ids only).
     """
@@ -136,15 +139,19 @@ def rotate_kek(
         raise NmcError(f"KEK {to!r} is not in the KEK ring (NMC_KEK_FILE)")
     target = KekRing(active_id=to, keys=ring.keys)
     total = 0
+    after: uuid.UUID | None = None
     with connect(connection_url(settings)) as conn:
         while True:
             listed = conn.execute(
-                QUERIES["admin_list_rewrap"], {"naar_kek": to, "batch": batch}
+                QUERIES["admin_list_rewrap"], {"naar_kek": to, "na": after, "batch": batch}
             ).fetchall()
             if not listed:
                 return total
+            after = listed[-1][0]
             ids, old_keks, keys, failed = [], [], [], []
             for notificatie_id, kek_id, wrapped in listed:
+                if wrapped is None:
+                    continue  # erased, or under `to` already
                 try:
                     new_key, _ = rewrap(bytes(wrapped), notificatie_id, kek_id, ring=target)
                 except (DecryptionError, UnknownKekError):
@@ -153,12 +160,13 @@ def rotate_kek(
                 ids.append(notificatie_id)
                 old_keks.append(kek_id)
                 keys.append(new_key)
-            [(stored,)] = conn.execute(
-                QUERIES["admin_store_rewrap"],
-                {"ids": ids, "oude_kek": old_keks, "sleutels": keys, "naar_kek": to},
-            ).fetchall()
-            total += stored
-            progress(stored, total)
+            if ids:
+                [(stored,)] = conn.execute(
+                    QUERIES["admin_store_rewrap"],
+                    {"ids": ids, "oude_kek": old_keks, "sleutels": keys, "naar_kek": to},
+                ).fetchall()
+                total += stored
+                progress(stored, total)
             if failed:
                 raise NmcError(
                     f"{len(failed)} data key(s) do not unwrap with the KEK ring; stopped after "

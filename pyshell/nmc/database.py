@@ -4,8 +4,17 @@ Without NMC_DATABASE_URL that is the embedded cluster (`nmc db start`): superuse
 `postgres` and the shell's roles, all over loopback trust. With it, the external URL,
 with the user and database swapped in when a role or database is asked for (the roles'
 passwords then come from PGPASSWORD or ~/.pgpass, never from us).
+
+Every connection made here (the admin commands, `kek rotate`, `nmc migrate`, the developer
+tools) carries a statement timeout and an idle-in-transaction timeout, as the API's and the
+worker's roles do (sql/bootstrap.sql): an open transaction holds the feed watermark back for
+every DV. They are sent as startup options, before PGOPTIONS and the URL's own `options`, so
+an operator's explicit setting wins (`PGOPTIONS='-c statement_timeout=10min' nmc admin …`).
+The admin connection goes to PostgreSQL itself (CloudNativePG's `-rw` service), not through
+PgBouncer, which refuses unknown startup options.
 """
 
+import os
 from typing import Literal
 from urllib.parse import quote, urlsplit, urlunsplit
 
@@ -53,10 +62,34 @@ def with_overrides(url: str, user: str | None = None, database: str | None = Non
     return make_conninfo("", **params)
 
 
-def connect(url: str) -> psycopg.Connection:
-    """An autocommit connection; a clear error when the server cannot be reached."""
+# An admin command is a few short statements; a KEK rotation is many short batches.
+ADMIN_STATEMENT_TIMEOUT = "60s"
+ADMIN_IDLE_IN_TRANSACTION_TIMEOUT = "60s"
+# A schema file may rebuild an index on a large table: longer, but not unbounded.
+MIGRATE_STATEMENT_TIMEOUT = "15min"
+
+Purpose = Literal["admin", "migrate"]
+
+
+def session_options(url: str, purpose: Purpose = "admin") -> str:
+    """The libpq `options` of a connection: our timeouts, then the caller's own options."""
+    statement = MIGRATE_STATEMENT_TIMEOUT if purpose == "migrate" else ADMIN_STATEMENT_TIMEOUT
+    ours = (
+        f"-c statement_timeout={statement} "
+        f"-c idle_in_transaction_session_timeout={ADMIN_IDLE_IN_TRANSACTION_TIMEOUT}"
+    )
     try:
-        return psycopg.connect(url, autocommit=True)
+        theirs = conninfo_to_dict(url).get("options") or os.environ.get("PGOPTIONS", "")
+    except psycopg.ProgrammingError:
+        theirs = ""  # an unparsable URL: psycopg.connect says what is wrong with it
+    return f"{ours} {theirs}".strip()
+
+
+def connect(url: str, purpose: Purpose = "admin") -> psycopg.Connection:
+    """An autocommit connection with the admin timeouts; a clear error when the server
+    cannot be reached."""
+    try:
+        return psycopg.connect(url, autocommit=True, options=session_options(url, purpose))
     except psycopg.OperationalError as error:
         raise NmcError(
             f"cannot connect to the database: {error}\n"

@@ -110,7 +110,7 @@ class Plan:
 def migrate(url: str, root: Path) -> Plan:
     """Apply what is pending in one transaction; return what was applied."""
     project = Project.read(root)
-    with connect(url) as conn, conn.transaction():
+    with connect(url, "migrate") as conn, conn.transaction():
         conn.execute(QUERIES["lock_migrations"])
         _execute_file(conn, project.bootstrap)
         conn.execute(QUERIES["act_as_owner"])

@@ -288,8 +288,9 @@ SELECT nmc.force_transition(
 SELECT k.kek_id, k.sleutels FROM nmc.kek_status() AS k
 
 -- admin_list_rewrap --
+-- The next batch after the cursor `na` (NULL: the start); sleutel_gewrapt NULL: nothing to do.
 SELECT r.notificatie_id, r.kek_id, r.sleutel_gewrapt
-FROM nmc.list_rewrap(%(naar_kek)s::text, %(batch)s::integer) AS r
+FROM nmc.list_rewrap_v2(%(naar_kek)s::text, %(na)s::uuid, %(batch)s::integer) AS r
 
 -- admin_store_rewrap --
 SELECT nmc.store_rewrap(
