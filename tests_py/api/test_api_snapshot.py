@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 from apitest import OIN_A, OIN_B, auth
-from feedtest import ACK, SNAPSHOT, intake, page, read_until, tamper, transition
+from feedtest import ACK, FEED, SNAPSHOT, intake, page, read_until, tamper, transition
 
 PATH = [
     ("in-verzending", None),
@@ -143,3 +143,18 @@ def test_a_snapshot_page_is_logged_in_the_ldv(client, tmp_path):
     snapshot_page(client)
     records = (tmp_path / "ldv.jsonl").read_text()
     assert "feed.snapshot" in records and all(i in records for i in ids)
+
+
+def test_the_snapshot_counts_against_the_feed_call_rate(client, apply_dv):
+    apply_dv(OIN_A, feedAanroepenPerMinuut=3)
+    intake(client, 2)
+    for _ in range(3):
+        snapshot_page(client, limiet=1)
+    refused = client.get(SNAPSHOT, headers=auth())
+    assert refused.status_code == 429, refused.text
+    assert refused.headers["content-type"] == "application/problem+json"
+    assert refused.json()["type"].endswith("/aanroeplimiet-overschreden")
+    assert 1 <= int(refused.headers["retry-after"]) <= 60
+    # One rate for the snapshot and the feed; another DV has its own.
+    assert client.get(FEED, headers=auth()).status_code == 429
+    snapshot_page(client, oin=OIN_B)

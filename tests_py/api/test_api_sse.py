@@ -10,12 +10,13 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 
 import httpx
 import psycopg
 import pytest
 import uvicorn
-from apitest import OIN_A, auth
+from apitest import OIN_A, OIN_B, auth
 from feedtest import FEED, intake, read_until, tamper, transition
 from starlette.testclient import TestClient
 
@@ -209,3 +210,43 @@ def test_an_open_stream_delivers_at_once_and_a_hang_up_frees_it(live_server):
     while _open_streams(live_server) != 0 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _open_streams(live_server) == 0
+
+
+@pytest.fixture
+def capped_server(sse_env, dvs, monkeypatch) -> Iterator[str]:
+    """A live server with room for three streams, two of them per DV."""
+    monkeypatch.setenv("NMC_API_SSE_MAX_STREAMS", "3")
+    monkeypatch.setenv("NMC_API_SSE_MAX_STREAMS_PER_DV", "2")
+    monkeypatch.setenv("NMC_API_SSE_MAX_SECONDS", "30")
+    port = _free_port()
+    config = uvicorn.Config(
+        create_app(), host="127.0.0.1", port=port, lifespan="on", log_config=None
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert server.started
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def test_one_dv_cannot_take_every_stream_slot(capped_server):
+    with httpx.Client(base_url=capped_server, timeout=10) as http, ExitStack() as held:
+        for _ in range(2):
+            sse = held.enter_context(http.stream("GET", FEED, headers={**auth(OIN_A), **SSE}))
+            assert sse.status_code == 200
+        third = http.get(FEED, headers={**auth(OIN_A), **SSE})
+        assert third.status_code == 429, third.text
+        assert third.headers["content-type"] == "application/problem+json"
+        assert third.json()["type"].endswith("/aanroeplimiet-overschreden")
+        assert int(third.headers["retry-after"]) >= 1
+        # Another DV still gets its stream.
+        other = held.enter_context(http.stream("GET", FEED, headers={**auth(OIN_B), **SSE}))
+        assert other.status_code == 200
+        assert _open_streams(capped_server) == 3
+        # The process is full now: the process cap answers, as before.
+        assert http.get(FEED, headers={**auth(OIN_B), **SSE}).status_code == 503

@@ -139,10 +139,31 @@ def test_a_database_failure_closes_the_stream():
 
 def test_stream_slots():
     slots = StreamSlots(1)
-    release = slots.acquire()
+    release = slots.acquire(1)
     with pytest.raises(Problem) as refused:
-        slots.acquire()
+        slots.acquire(2)
     assert refused.value.status == 503
     release()
     release()  # idempotent
     assert slots.open == 0
+
+
+def test_stream_slots_per_dv():
+    slots = StreamSlots(3, per_dv_limit=2)
+    first, second = slots.acquire(1), slots.acquire(1)
+    with pytest.raises(Problem) as refused:
+        slots.acquire(1)
+    assert (refused.value.status, refused.value.slug) == (429, "aanroeplimiet-overschreden")
+    assert refused.value.headers["Retry-After"] == "5"
+    other = slots.acquire(2)  # another DV still has room
+    assert (slots.open, slots.open_for(1), slots.open_for(2)) == (3, 2, 1)
+    with pytest.raises(Problem) as full:
+        slots.acquire(3)
+    assert full.value.status == 503
+    first()
+    first()  # idempotent: the DV's count drops once
+    assert (slots.open, slots.open_for(1)) == (2, 1)
+    slots.acquire(1)
+    second()
+    other()
+    assert (slots.open, slots.open_for(1), slots.open_for(2)) == (1, 1, 0)

@@ -96,7 +96,7 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
             ).encode("utf-8"),
             cursors=CursorCodec(peppers),
             ldv=ldv,
-            streams=StreamSlots(settings.sse.max_streams),
+            streams=StreamSlots(settings.sse.max_streams, settings.sse.max_streams_per_dv),
             receipts=ReceiptBatcher(pool),
             jwks_json=json.dumps(signing.jwks() if signing else {"keys": []}).encode("ascii"),
         )

@@ -168,7 +168,10 @@ def responses() -> dict[str, Any]:
         ),
         "TeVeelAanroepen": {
             **_problem_response(
-                "De aanroeplimiet van de feed is overschreden.",
+                "De aanroeplimiet van de feed is overschreden: meer aanroepen van feed en "
+                "snapshot samen dan de dienstverlener per minuut mag doen, of (bij "
+                "text/event-stream) al het maximum aantal open stromen van de "
+                "dienstverlener.",
                 _problem_example(
                     "aanroeplimiet-overschreden",
                     429,
@@ -374,7 +377,8 @@ def _snapshot() -> dict[str, Any]:
         "description": (
             "Voor een nieuwe start (of na 410): lees alle pagina's (volg `volgende` als `na`), "
             "en lees daarna de wijzigingen vanaf `cursor`, met de sequence-regel. Zo ontstaat "
-            "een volledige kopie zonder gat."
+            "een volledige kopie zonder gat. Elke pagina telt als een aanroep van de feed "
+            "(de aanroeplimiet geldt voor feed en snapshot samen)."
         ),
         "parameters": [
             {
@@ -419,7 +423,9 @@ def _snapshot() -> dict[str, Any]:
                     }
                 },
             },
-            **_errors("400", "401", "403", "500"),
+            **_errors("400", "401", "403"),
+            "429": _ref("responses", "TeVeelAanroepen"),
+            **_errors("500"),
             "503": _ref("responses", "NietBeschikbaar"),
         },
     }

@@ -153,10 +153,12 @@ def quota_exceeded(retry_after: int) -> Problem:
     )
 
 
-def rate_limited(retry_after: int) -> Problem:
+def rate_limited(
+    retry_after: int, detail: str = "Te veel aanroepen in korte tijd; probeer het later opnieuw."
+) -> Problem:
     return Problem(
         "aanroeplimiet-overschreden",
-        "Te veel aanroepen in korte tijd; probeer het later opnieuw.",
+        detail,
         headers={"Retry-After": str(_clamp_retry_after(retry_after))},
     )
 

@@ -73,7 +73,7 @@ async def _stream(
         start = _position(services, dv, resume, "Last-Event-ID", "header")
     else:
         start = _position(services, dv, query["cursor"], "cursor", "query")
-    release = services.streams.acquire()
+    release = services.streams.acquire(dv.dv_id)
     try:
         first = await read_page(services, dv.dv_id, start, query["limiet"])
     except BaseException:

@@ -27,6 +27,7 @@ NMC_API_SSE_KEEPALIVE_SECONDS  a `: keep-alive` comment after this much silence 
 NMC_API_SSE_MAX_SECONDS        a stream is closed after this long; the client resumes with
                                Last-Event-ID (900)
 NMC_API_SSE_MAX_STREAMS        open streams per API process; beyond: 503 (100)
+NMC_API_SSE_MAX_STREAMS_PER_DV open streams of one DV per API process; beyond: 429 (5)
 NMC_GEEN_CONTACTGEGEVENS_DREMPEL  share of geen-contactgegevens above which a DV is flagged
                                (metric and `nmc admin report geen-contactgegevens`; 0.3)
 NMC_LDV_URL / NMC_LDV_FILE     the LDV sink, as for the worker (default $NMC_HOME/ldv.jsonl)
@@ -83,6 +84,7 @@ class SseSettings:
     keepalive_seconds: float = 15.0
     max_seconds: float = 900.0
     max_streams: int = 100
+    max_streams_per_dv: int = 5
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "SseSettings":
@@ -91,6 +93,7 @@ class SseSettings:
             keepalive_seconds=_seconds(env, "NMC_API_SSE_KEEPALIVE_SECONDS", 15.0),
             max_seconds=_seconds(env, "NMC_API_SSE_MAX_SECONDS", 900.0),
             max_streams=_int(env, "NMC_API_SSE_MAX_STREAMS", 100, minimum=0),
+            max_streams_per_dv=_int(env, "NMC_API_SSE_MAX_STREAMS_PER_DV", 5, minimum=0),
         )
 
 

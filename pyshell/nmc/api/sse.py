@@ -14,12 +14,14 @@ watermark went up), the comment carries an `id:` line so a reconnect starts from
 stream polls nmc.page_events every NMC_API_SSE_POLL_SECONDS (at once while pages come back
 full), each poll one call under the DV's call rate; after a 429 it waits the Retry-After.
 
-Bounded: at most NMC_API_SSE_MAX_STREAMS open streams per process (beyond: 503), and each is
-closed after NMC_API_SSE_MAX_SECONDS; `retry:` tells the client to come back after 2 s with
-Last-Event-ID. A cursor that expires during the stream, an LDV or database failure, all close
-the stream (the reconnect then gets its answer as a normal problem). Cancellation-safe: a
-disconnect cancels the generator at an await; no connection is held between polls, and the
-stream slot is released by the response itself, whatever ends it.
+Bounded: at most NMC_API_SSE_MAX_STREAMS open streams per process (beyond: 503), of which at
+most NMC_API_SSE_MAX_STREAMS_PER_DV for one DV (beyond: 429 aanroeplimiet-overschreden, so one
+DV cannot take every slot), and each is closed after NMC_API_SSE_MAX_SECONDS; `retry:` tells
+the client to come back after 2 s with Last-Event-ID. A cursor that expires during the
+stream, an LDV or database failure, all close the stream (the reconnect then gets its answer
+as a normal problem). Cancellation-safe: a disconnect cancels the generator at an await; no
+connection is held between polls, and the stream slot is released by the response itself,
+whatever ends it.
 """
 
 import asyncio
@@ -31,12 +33,13 @@ import psycopg
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from nmc.api.problems import Problem, service_unavailable
+from nmc.api.problems import Problem, rate_limited, service_unavailable
 from nmc.api.settings import SseSettings
 from nmc.cloudevents import to_cloudevent
 from nmc.feed_cursor import CursorCodec, Position
 
 RETRY_MILLISECONDS = 2000
+STREAM_RETRY_AFTER_SECONDS = 5
 MAX_RETRY_AFTER_SECONDS = 60.0
 
 PageReader = Callable[[Position | None], Any]  # async: position -> page of nmc.page_events
@@ -44,21 +47,34 @@ PageRecorder = Callable[[list[Mapping[str, Any]]], Any]  # async: write the LDV 
 
 
 class StreamSlots:
-    """How many streams this process has open, against its limit."""
+    """How many streams this process has open, in all and per DV, against their limits."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, per_dv_limit: int | None = None) -> None:
         self.limit = limit
+        self.per_dv_limit = limit if per_dv_limit is None else per_dv_limit
         self.open = 0
+        self._per_dv: dict[int, int] = {}
 
-    def acquire(self) -> Callable[[], None]:
-        """Take a slot (or raise 503); returns the idempotent release."""
+    def open_for(self, dv_id: int) -> int:
+        return self._per_dv.get(dv_id, 0)
+
+    def acquire(self, dv_id: int) -> Callable[[], None]:
+        """Take a slot for the DV (or raise 429 / 503); returns the idempotent release."""
+        if self.open_for(dv_id) >= self.per_dv_limit:
+            # The DV's own streams fill its share: its doing, not the NMC's, hence 429.
+            raise rate_limited(
+                STREAM_RETRY_AFTER_SECONDS,
+                "Deze dienstverlener heeft al het maximum aantal stromen open; sluit er een of "
+                "probeer het later opnieuw.",
+            )
         if self.open >= self.limit:
             raise service_unavailable(
                 "Er staan te veel stromen open; probeer het later opnieuw of lees de feed "
                 "met polling.",
-                retry_after=5,
+                retry_after=STREAM_RETRY_AFTER_SECONDS,
             )
         self.open += 1
+        self._per_dv[dv_id] = self.open_for(dv_id) + 1
         released = False
 
         def release() -> None:
@@ -66,6 +82,11 @@ class StreamSlots:
             if not released:
                 released = True
                 self.open -= 1
+                left = self._per_dv[dv_id] - 1
+                if left:
+                    self._per_dv[dv_id] = left
+                else:
+                    del self._per_dv[dv_id]
 
         return release
 
