@@ -4,6 +4,9 @@
 
 -- Roles. nmc_owner owns every object and never logs in. The shell's roles own
 -- nothing and may only EXECUTE the API functions granted to them in sql/grants.sql.
+-- A role is created only when it is missing: an existing role's LOGIN, password and
+-- memberships are never changed, since a platform may manage them (CloudNativePG's
+-- managed roles, deploy/k8s, give nmc_api and nmc_worker their passwords).
 DO $$
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'nmc_owner') THEN

@@ -10,8 +10,11 @@ two standbys, PgBouncer in transaction mode).
 """
 
 import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
@@ -156,8 +159,13 @@ def test_every_command_is_a_real_nmc_command(documents):
         parse_nmc(list(container["args"]))
 
 
+# libpq reads these itself (psycopg connects through it): the database password comes from
+# the role's Secret this way, never inside a URL.
+LIBPQ_ENV = frozenset({"PGPASSWORD"})
+
+
 def test_every_nmc_variable_is_one_the_code_reads(documents):
-    known = env_names_read_by_the_code()
+    known = env_names_read_by_the_code() | LIBPQ_ENV
     for config in of_kind(documents, "ConfigMap"):
         unknown = {k for k in config.get("data", {}) if k.startswith("NMC_")} - known
         assert not unknown, f"ConfigMap {config['metadata']['name']}: {sorted(unknown)}"
@@ -286,3 +294,136 @@ def test_the_migration_connects_as_a_role_that_may_create_roles(documents, clust
         "name": cluster["metadata"]["name"] + "-app",
         "key": "uri",
     }
+
+
+# --------------------------------------------------------------------------------------------
+# Database roles: the Kubernetes shape can log in
+
+# Which role each command connects as, and the variable it reads the URL from (the code's).
+DATABASE_URL_OF = {"api": "NMC_API_DATABASE_URL", "worker": "NMC_WORKER_DATABASE_URL"}
+
+
+def managed_roles(cluster) -> dict[str, dict[str, Any]]:
+    return {r["name"]: r for r in cluster["spec"].get("managed", {}).get("roles", [])}
+
+
+def env_item(container: dict[str, Any], name: str) -> dict[str, Any] | None:
+    return next((e for e in container.get("env", []) if e["name"] == name), None)
+
+
+def test_every_role_a_deployment_connects_as_is_declared_with_a_password(documents, cluster):
+    """CloudNativePG's pg_hba asks for a SCRAM password over TCP: a role without one cannot log
+    in. Each Deployment names its role in its URL and takes the password from a Secret, and the
+    Cluster declares that role (login, present) with that same Secret as its passwordSecret, so
+    the operator sets the very password the pods send."""
+    from nmc.database import ROLE_USERS
+
+    roles = managed_roles(cluster)
+    seen = set()
+    for deployment in of_kind(documents, "Deployment"):
+        for container in pod_spec(deployment)["containers"]:
+            command = command_name(container["args"])
+            where = f"{deployment['metadata']['name']} ({command})"
+            url_item = env_item(container, DATABASE_URL_OF[command])
+            assert url_item and "value" in url_item, f"{where}: no literal database URL"
+            url = urlsplit(url_item["value"])
+            assert url.password is None, f"{where}: a password inside the URL"
+            user = url.username
+            assert user == ROLE_USERS[command], f"{where} connects as {user!r}"
+            password = env_item(container, "PGPASSWORD")
+            assert password, f"{where}: no PGPASSWORD, so no password is sent"
+            secret = password["valueFrom"]["secretKeyRef"]
+            assert secret["key"] == "password", f"{where}: basic-auth Secrets hold `password`"
+            role = roles.get(user)
+            assert role, f"{where}: role {user} is not a managed role of the Cluster"
+            assert role.get("ensure", "present") == "present", user
+            assert role.get("login") is True, f"{user} cannot log in"
+            assert not role.get("disablePassword"), f"{user}: password disabled"
+            assert role.get("passwordSecret", {}).get("name") == secret["name"], (
+                f"{user}: the Cluster sets its password from "
+                f"{role.get('passwordSecret')}, the pods send the one in {secret['name']}"
+            )
+            seen.add(user)
+    assert seen == {"nmc_api", "nmc_worker"}
+
+
+def test_the_pods_reach_postgresql_through_the_read_write_pooler(documents):
+    pooler = next(p for p in of_kind(documents, "Pooler") if p["spec"]["type"] == "rw")
+    for deployment in of_kind(documents, "Deployment"):
+        [container] = pod_spec(deployment)["containers"]
+        url = urlsplit(
+            env_item(container, DATABASE_URL_OF[command_name(container["args"])])["value"]
+        )
+        assert url.hostname == pooler["metadata"]["name"], deployment["metadata"]["name"]
+        assert url.path == "/" + "nmc"
+
+
+def bootstrap_roles() -> dict[str, bool]:
+    """The roles sql/bootstrap.sql creates when missing, with whether they log in."""
+    text = (PROJECT_ROOT / "sql" / "bootstrap.sql").read_text()
+    return {
+        name: attribute == "LOGIN"
+        for name, attribute in re.findall(r"CREATE ROLE (\w+) (LOGIN|NOLOGIN)", text)
+    }
+
+
+def test_the_operator_and_the_migrator_agree_on_every_role(cluster):
+    """CloudNativePG brings managed roles back to their spec (attributes and memberships), and
+    `nmc migrate` creates the NMC's roles only when missing and grants the owner role to the
+    migrating user: every role the bootstrap creates is declared with the same LOGIN, and the
+    migrator's membership of nmc_owner is declared too, so neither undoes the other."""
+    created = bootstrap_roles()
+    assert set(created) == {"nmc_owner", "nmc_api", "nmc_worker"}
+    roles = managed_roles(cluster)
+    for name, login in created.items():
+        assert name in roles, f"{name} is created by the bootstrap but not declared"
+        assert bool(roles[name].get("login", False)) is login, name
+    owner = cluster["spec"]["bootstrap"]["initdb"]["owner"]
+    assert "nmc_owner" in roles[owner].get("inRoles", []), (
+        f"{owner} migrates as a member of nmc_owner; undeclared, the operator revokes it"
+    )
+    assert not roles["nmc_owner"].get("passwordSecret"), "nmc_owner never logs in"
+
+
+# --------------------------------------------------------------------------------------------
+# Strict schema validation for Kubernetes 1.32
+
+KUBERNETES_VERSION = "1.32"
+# Custom resources: kubernetes-validate has the schemas of the core API only.
+CUSTOM_RESOURCES = {("postgresql.cnpg.io/v1", "Cluster"), ("postgresql.cnpg.io/v1", "Pooler")}
+
+
+def rendered(documents) -> tuple[str, list[dict[str, Any]]]:
+    """The base as `kubectl kustomize` renders it (namespace and image set); without kubectl,
+    the documents the base's files hold (what the structural tests read)."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        return "files (no kubectl)", documents
+    result = subprocess.run(
+        [kubectl, "kustomize", str(BASE)], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert result.returncode == 0, f"kubectl kustomize failed:\n{result.stderr}"
+    return "kubectl kustomize", [d for d in yaml.safe_load_all(result.stdout) if d]
+
+
+def test_the_core_manifests_pass_strict_schema_validation(documents):
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    how, built = rendered(documents)
+    validated, skipped = [], []
+    for doc in built:
+        key = (doc["apiVersion"], doc["kind"])
+        if key in CUSTOM_RESOURCES:
+            skipped.append(key)
+            continue
+        try:
+            kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+        except kubernetes_validate.ValidationError as error:
+            raise AssertionError(
+                f"{doc['kind']} {doc['metadata']['name']} ({how}): {error.message} "
+                f"at {'/'.join(str(p) for p in error.path)}"
+            ) from None
+        validated.append(doc["kind"])
+    assert sorted(validated) == ["ConfigMap", "Deployment", "Deployment", "Job", "Service"]
+    assert sorted(k for _, k in skipped) == ["Cluster", "Pooler", "Pooler"]
+    if how == "kubectl kustomize":
+        assert {d["metadata"].get("namespace") for d in built} == {"nmc"}
