@@ -366,6 +366,15 @@ class Model:
             else:
                 self.overgang(n, "verlopen", "verlopen")
         self.sluit(n, claim.taak)
+        if (
+            uitkomst == "verzonden"
+            and n.status == "verzonden"
+            and p.nummer == 1
+            and p.status in ("tijdelijk-mislukt", "technisch-mislukt")
+        ):
+            # A receipt failed attempt 1 between the 201 and this commit; its resend met
+            # this task, still claimed. The commit that comes second plans it.
+            self.plan(n, "verzenden", self.nu)
 
     def neem_notifynl_id(self, p: Poging, notifynl_id: uuid.UUID) -> None:
         if p.notifynl_id is None:
@@ -459,7 +468,19 @@ class Model:
         if p.laatste_receipt_op is not None and c < p.laatste_receipt_op:
             return  # an older receipt never overrides a newer one
         telt = self.telt(n, p, status, c)
-        p.status, p.afgerond_op, p.laatste_receipt_op = DEFINITIEF[status], c, c
+        # A settled outcome is never rewritten (ADR: the delivered completed_at is the
+        # delivery proof's time): a delivered attempt the receipt does not fail, and an
+        # attempt that no longer runs under a terminal notification (bezorgstatus-onbekend
+        # excepted). Keuze (apply_receipt COMMENT): such a receipt is recorded beside the
+        # outcome, which keeps its status and time; so does the ordering of later receipts.
+        vastgelegd = (
+            not telt
+            and not (status == "delivered" and n.status in ("verzonden", "bezorgstatus-onbekend"))
+            and p.status not in {*LOPEND, "gepland"}
+            and (p.status == "bezorgd" or n.status in TERMINAAL - {"bezorgstatus-onbekend"})
+        )
+        if not vastgelegd:
+            p.status, p.afgerond_op, p.laatste_receipt_op = DEFINITIEF[status], c, c
         # A processed receipt ends the attempt's reconciliation. Keuze: only one that waits;
         # an answer in flight finishes itself.
         navraag = self.taak(n, "reconciliëren", p)
@@ -545,18 +566,18 @@ class Model:
         return claims
 
     def volgende_navraag(self, verzonden_op: datetime) -> datetime | None:
-        """After 1, 6 and 24 h, then daily, until NotifyNL's retention ends. Keuze
-        (next_navraag COMMENT): strictly before the end of the retention."""
+        """After 1, 6 and 24 h, then daily, until NotifyNL's retention has passed: the last
+        ask is when it ends, and only after that is silence a dead end."""
         einde = verzonden_op + self.inst.bewaartermijn
         stappen = [timedelta(hours=1), timedelta(hours=6)]
         stappen += [timedelta(days=d) for d in range(1, 400)]
         for stap in stappen:
             moment = verzonden_op + stap
             if moment >= einde:
-                return None
+                break
             if moment > self.nu:
                 return moment
-        return None
+        return einde if einde > self.nu else None
 
     def navraag_afronden(
         self,

@@ -1,7 +1,7 @@
 -- The receipt matrix (SPEC §4 notes, §6): receipt status x attempt x notification status x
 -- settlement term x geldig_tot x NotifyNL id (matching, duplicate, none yet).
 BEGIN;
-SELECT plan(47);
+SELECT plan(55);
 \ir fixtures/setup.sql
 
 -- Builds one notification in the wanted state and returns the attempt under test.
@@ -263,19 +263,23 @@ SELECT results_eq(
 );
 SELECT is(
     (
-        SELECT p.status::text || ' ' || p.laatste_receipt_status FROM geval AS g
+        SELECT
+            p.status::text || ' ' || p.laatste_receipt_status || ' '
+            || p.vastgelegde_receipt_status
+        FROM geval AS g
         INNER JOIN nmc.poging AS p ON g.poging = p.id WHERE g.nr = 21
     ),
-    'tijdelijk-mislukt temporary-failure',
-    'a receipt that changes nothing for the notification is recorded on the attempt'
+    'bezorgd delivered temporary-failure',
+    'a failure past the term is recorded on the delivered attempt, beside its outcome'
 );
 SELECT is(
     (
-        SELECT p.laatste_receipt_status FROM geval AS g
+        SELECT coalesce(p.laatste_receipt_status, '-') || ' ' || p.vastgelegde_receipt_status
+        FROM geval AS g
         INNER JOIN nmc.poging AS p ON g.poging = p.id WHERE g.nr = 32
     ),
-    'bounced-maybe',
-    'an unknown status is recorded on the attempt'
+    '- bounced-maybe',
+    'an unknown status is recorded on the attempt, beside its last known receipt status'
 );
 SELECT is(
     (SELECT aantal::integer FROM nmc.teller WHERE naam = 'receipt_onbekende_status'),
@@ -337,6 +341,88 @@ SELECT is(
     pg_temp.fout('SELECT nmc.apply_receipt(gen_random_uuid(), NULL, ''delivered'', now(), NULL)'),
     'NM005:',
     'a receipt for no attempt is refused (NM005)'
+);
+
+-- The delivery proof rests on the delivered attempt and its completed_at: a bounce past the
+-- settlement term is recorded beside it, before and after the settlement, never over it.
+SELECT pg_temp.scenario('verzonden', 1, 'zelfde', 'centraal', 'binnen') AS laat \gset
+SELECT nmc.now() AS laat_bezorgd \gset
+SELECT nmc.apply_receipt(:'laat', NULL, 'delivered', :'laat_bezorgd', NULL);
+SELECT nmc.advance_clock('7 days 10 minutes');
+SELECT nmc.now() AS laat_bounce \gset
+SELECT is(
+    nmc.apply_receipt(:'laat', NULL, 'permanent-failure', nmc.now(), NULL),
+    'vastgelegd',
+    'a bounce 7 d 10 min after delivered (past the term) causes no transition'
+);
+SELECT results_eq(
+    format(
+        $$SELECT p.status::text, p.afgerond_op = %L::timestamptz, p.laatste_receipt_status
+          FROM nmc.poging AS p WHERE p.id = %L$$,
+        :'laat_bezorgd', :'laat'
+    ),
+    $$VALUES ('bezorgd', true, 'delivered')$$,
+    'late bounce: the attempt stays delivered, afgerond_op still the delivered completed_at'
+);
+SELECT results_eq(
+    format(
+        $$SELECT p.vastgelegde_receipt_status, p.vastgelegde_receipt_op = %L::timestamptz
+          FROM nmc.poging AS p WHERE p.id = %L$$,
+        :'laat_bounce', :'laat'
+    ),
+    $$VALUES ('permanent-failure', true)$$,
+    'the bounce is recorded beside, with its completed_at'
+);
+SELECT is(
+    (
+        SELECT c.gemeld_op FROM nmc.claim_ongeldig_melden('w', 1000) AS c
+        WHERE c.poging_id = :'laat'
+    ),
+    :'laat_bounce'::timestamptz,
+    'under centraal the bounce is still reported invalid, as of the bounce'
+);
+SELECT nmc.advance_clock('20 minutes');
+SELECT nmc.process_vaststellingen(1000) >= 1 AS settled \gset
+SELECT nmc.apply_receipt(:'laat', NULL, 'temporary-failure', nmc.now(), NULL);
+SELECT is(
+    (
+        SELECT
+            n.status::text || ' ' || (j -> 'pogingen' -> 0 ->> 'status')
+            || ' ' || ((j -> 'pogingen' -> 0 ->> 'afgerondOp')::timestamptz = :'laat_bezorgd')
+        FROM nmc.poging AS p
+        INNER JOIN nmc.notificatie AS n ON p.notificatie_id = n.id,
+            LATERAL nmc.notificatie_json(n) AS j
+        WHERE p.id = :'laat'
+    ),
+    'definitief-bezorgd bezorgd true',
+    'settled, and after a further late receipt the proof still shows the delivered attempt'
+);
+SELECT is(
+    (
+        SELECT count(*)::integer
+        FROM geval AS g
+        INNER JOIN nmc.poging AS p ON g.poging = p.id
+        INNER JOIN nmc.taak AS t ON p.id = t.poging_id AND t.soort = 'vaststellen'
+        WHERE
+            g.nr IN (20, 24, 30) AND p.status = 'bezorgd'
+            AND t.due = p.afgerond_op + interval '7 days 30 minutes'
+    ),
+    3,
+    'a receipt that does not count never rewrites a delivered attempt (cases 20, 24, 30)'
+);
+
+-- A status the NMC does not know is recorded beside what was known, not over it.
+SELECT pg_temp.scenario('verzonden', 1, 'zelfde', 'decentraal', 'binnen') AS onb \gset
+SELECT nmc.apply_receipt(:'onb', NULL, 'delivered', nmc.now() - interval '2 minutes', NULL);
+SELECT is(
+    nmc.apply_receipt(:'onb', NULL, 'bounced-maybe', nmc.now() - interval '1 minute', NULL),
+    'onbekende-status',
+    'an unknown status after delivered'
+);
+SELECT is(
+    (SELECT status::text || ' ' || laatste_receipt_status FROM nmc.poging WHERE id = :'onb'),
+    'bezorgd delivered',
+    'an unknown status leaves the attempt''s last known receipt status as it was'
 );
 
 SELECT * FROM finish();

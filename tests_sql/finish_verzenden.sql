@@ -1,6 +1,6 @@
 -- The commit after the send: fenced by epoch; each outcome through the single writer.
 BEGIN;
-SELECT plan(22);
+SELECT plan(27);
 \ir fixtures/setup.sql
 
 -- Accepts a notification and claims its send task.
@@ -193,6 +193,64 @@ SELECT throws_ok(
     format($$SELECT nmc.finish_verzenden(%s, %s, 'weet-niet')$$, :ka_taak, :ka_epoch),
     'NM011', NULL,
     'nothing commits on a closed task'
+);
+
+-- A temporary or technical failure processed between NotifyNL's 201 and the worker's
+-- commit: its resend meets the still-claimed send task, so the commit that comes second
+-- (the worker's) plans it. Then the resend claim makes attempt 2.
+SELECT * FROM pg_temp.claim('race-tijdelijk') \gset rt_
+SELECT * FROM pg_temp.claim('race-technisch') \gset rx_
+SELECT is(
+    nmc.apply_receipt(
+        :'rt_poging', 'e0e0e0e0-0000-4000-8000-0000000000f1', 'temporary-failure', nmc.now(), NULL
+    )
+    || ' ' || nmc.apply_receipt(
+        :'rx_poging', 'e0e0e0e0-0000-4000-8000-0000000000f2', 'technical-failure', nmc.now(), NULL
+    ),
+    'herverzenden herverzenden',
+    'the failures arrive before the worker''s commits'
+);
+SELECT is(
+    nmc.finish_verzenden(
+        :rt_taak, :rt_epoch, 'verzonden', 'e0e0e0e0-0000-4000-8000-0000000000f1'
+    )::text,
+    'verzonden',
+    'the worker''s commit after the temporary failure'
+);
+SELECT is(
+    (
+        SELECT r.status::text || ' ' || coalesce(r.fout, '-') FROM nmc.finish_verzenden_batch(
+            ARRAY[:rx_taak]::bigint[], ARRAY[:rx_epoch], '{verzonden}',
+            '{e0e0e0e0-0000-4000-8000-0000000000f2}'
+        ) AS r
+    ),
+    'verzonden -',
+    'the worker''s group commit after the technical failure'
+);
+SELECT results_eq(
+    format(
+        $$SELECT notificatie_id::text, staat::text FROM nmc.taak
+          WHERE notificatie_id IN (%L, %L) AND soort = 'verzenden' ORDER BY notificatie_id, id$$,
+        :'rt_id', :'rx_id'
+    ),
+    format(
+        $$VALUES (%L, 'done'), (%L, 'open') UNION ALL VALUES (%L, 'done'), (%L, 'open')
+          ORDER BY 1, 2$$,
+        least(:'rt_id', :'rx_id'), least(:'rt_id', :'rx_id'),
+        greatest(:'rt_id', :'rx_id'), greatest(:'rt_id', :'rx_id')
+    ),
+    'each closes its send task and plans the resend the receipt could not plan'
+);
+SELECT is(
+    (
+        SELECT count(*)::integer
+        FROM nmc.claim_verzenden('w', 20) AS c
+        WHERE
+            c.notificatie_id IN (:'rt_id', :'rx_id') AND c.poging_nummer = 2
+            AND NOT c.herclaim
+    ),
+    2,
+    'the resend claims make attempt 2'
 );
 
 SELECT * FROM finish();

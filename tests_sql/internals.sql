@@ -1,6 +1,6 @@
 -- Internal helpers, tested directly (their callers' tests cover them in context too).
 BEGIN;
-SELECT plan(19);
+SELECT plan(20);
 \ir fixtures/setup.sql
 
 SELECT results_eq(
@@ -24,8 +24,12 @@ SELECT is(
     '2026-12-03 00:00+00'::timestamptz, 'then daily'
 );
 SELECT is(
-    nmc.next_navraag('2026-12-01 00:00+00', '2026-12-07 00:00+00'), NULL,
-    'and nothing at or after the end of NotifyNL''s retention'
+    nmc.next_navraag('2026-12-01 00:00+00', '2026-12-07 00:00+00'),
+    '2026-12-08 00:00+00'::timestamptz, 'last when NotifyNL''s retention (7 days) ends'
+);
+SELECT is(
+    nmc.next_navraag('2026-12-01 00:00+00', '2026-12-08 00:00+00'), NULL,
+    'and nothing after the end of NotifyNL''s retention'
 );
 
 SELECT pg_temp.nieuwe_notificatie() AS id \gset

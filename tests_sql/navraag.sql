@@ -1,6 +1,6 @@
 -- Reconciliation: the 1 h / 6 h / 24 h / daily schedule and its two dead ends.
 BEGIN;
-SELECT plan(17);
+SELECT plan(23);
 \ir fixtures/setup.sql
 
 UPDATE nmc.klok SET verschuiving = '2026-12-01 12:00:00+00'::timestamptz - now();
@@ -47,7 +47,7 @@ SELECT is(pg_temp.due(:'a'), interval '2 days', 'then daily');
 SELECT nmc.advance_clock('1 day');
 SELECT pg_temp.antwoord(:'a', true, 'sending');
 SELECT is(pg_temp.due(:'a'), interval '3 days', 'daily');
-SELECT nmc.advance_clock('4 days');
+SELECT nmc.advance_clock('5 days');
 SELECT pg_temp.antwoord(:'a', true, 'sending');
 SELECT is(
     (
@@ -96,6 +96,39 @@ SELECT is(
     (SELECT staat::text FROM nmc.taak WHERE poging_id = :'d' AND soort = 'reconciliëren'),
     'done',
     'a processed receipt closes the reconciliation'
+);
+
+-- NotifyNL keeps a message 7 days: reconciliation asks on day 6 and again when the
+-- retention ends, and only then gives up.
+SELECT pg_temp.verzonden('e') AS e \gset
+SELECT nmc.advance_clock('1 hour');
+SELECT pg_temp.antwoord(:'e', true, 'sending');
+SELECT nmc.advance_clock('5 hours');
+SELECT pg_temp.antwoord(:'e', true, 'sending');
+SELECT nmc.advance_clock('18 hours');
+SELECT pg_temp.antwoord(:'e', true, 'sending') FROM generate_series(1, 1);
+SELECT nmc.advance_clock('1 day'), pg_temp.antwoord(:'e', true, 'sending')
+FROM generate_series(2, 5);
+SELECT is(pg_temp.due(:'e'), interval '6 days', 'asked daily up to day 6');
+SELECT nmc.advance_clock('1 day');
+SELECT is(
+    pg_temp.antwoord(:'e', true, 'sending'), 'opnieuw',
+    'on day 6 of a 7-day retention: no outcome yet, ask again'
+);
+SELECT is(pg_temp.due(:'e'), interval '7 days', 'next when the retention ends');
+SELECT nmc.advance_clock('1 day');
+SELECT is(
+    pg_temp.antwoord(:'e', true, 'sending'), 'bezorgstatus-onbekend',
+    'the retention has passed without an outcome: bezorgstatus-onbekend'
+);
+
+-- A status the NMC does not know, in an answer: recorded beside, reconciliation goes on.
+SELECT pg_temp.verzonden('f') AS f \gset
+SELECT nmc.advance_clock('1 hour');
+SELECT is(pg_temp.antwoord(:'f', true, 'bounced-maybe'), 'opnieuw', 'an unknown status: ask again');
+SELECT is(
+    (SELECT laatste_receipt_status FROM nmc.poging WHERE id = :'f'), null,
+    'an unknown status is not taken as the attempt''s last known receipt status'
 );
 
 -- The budget share: 10% of 1400 = 140 a minute for reconciliation.

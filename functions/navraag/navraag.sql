@@ -7,19 +7,24 @@ LANGUAGE sql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT pg_catalog.min(moment)
-    FROM (
-        SELECT p_verzonden_op + s.na AS moment
-        FROM unnest(ARRAY[INTERVAL '1 hour', INTERVAL '6 hours']) AS s (na)
-        UNION ALL
-        SELECT p_verzonden_op + d * INTERVAL '1 day'
-        FROM pg_catalog.generate_series(1, 400) AS d
-    ) AS m, nmc.instellingen AS i
-    WHERE m.moment > p_na AND m.moment < p_verzonden_op + i.notifynl_bewaartermijn
+    SELECT pg_catalog.min(m.moment)
+    FROM nmc.instellingen AS i,
+        LATERAL (
+            SELECT p_verzonden_op + s.na AS moment
+            FROM unnest(ARRAY[INTERVAL '1 hour', INTERVAL '6 hours']) AS s (na)
+            UNION ALL
+            SELECT p_verzonden_op + d * INTERVAL '1 day'
+            FROM pg_catalog.generate_series(1, 400) AS d
+            UNION ALL
+            -- The last ask when the retention ends: only then is silence a dead end.
+            SELECT p_verzonden_op + i.notifynl_bewaartermijn
+        ) AS m
+    WHERE m.moment > p_na AND m.moment <= p_verzonden_op + i.notifynl_bewaartermijn
 $$;
 COMMENT ON FUNCTION nmc.next_navraag(timestamptz, timestamptz) IS
 'The next reconciliation moment after p_na for an attempt sent at p_verzonden_op: +1 h, '
-'+6 h, +24 h, then daily, strictly before NotifyNL''s retention ends; NULL when none is left.';
+'+6 h, +24 h, then daily, and last the moment NotifyNL''s retention ends (so the dead end '
+'comes only once the retention has passed); NULL when none is left.';
 
 CREATE OR REPLACE FUNCTION nmc.claim_navraag(p_eigenaar text, p_batch integer DEFAULT 20)
 RETURNS TABLE (
@@ -98,8 +103,10 @@ BEGIN
     v_volgende := nmc.next_navraag(coalesce(v_p.verzonden_op, v_taak.aangemaakt_op), v_nu);
     IF p_gevonden AND v_volgende IS NOT NULL THEN
         IF p_status IS NOT NULL AND p_status NOT IN ('created', 'sending', 'pending') THEN
-            UPDATE nmc.poging AS p SET laatste_receipt_status = pg_catalog.left(p_status, 50)
-            WHERE p.id = v_p.id;
+            -- A status the NMC does not know: recorded beside what is known, and counted.
+            PERFORM nmc.record_receipt(
+                v_p.id, p_status, least(coalesce(p_completed_at, v_nu), v_nu)
+            );
             PERFORM nmc.count_teller('receipt_onbekende_status');
         END IF;
         UPDATE nmc.taak AS t

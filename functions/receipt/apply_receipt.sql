@@ -42,6 +42,25 @@ COMMENT ON FUNCTION nmc.plan_vaststellen(nmc.notificatie, uuid, timestamptz) IS
 'attempt bezorgd rests on and is due at that attempt''s completed_at + settlement term + '
 'callback window. Internal.';
 
+CREATE OR REPLACE FUNCTION nmc.record_receipt(
+    p_poging_id uuid, p_status text, p_op timestamptz
+)
+RETURNS void
+LANGUAGE sql
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- Beside the outcome, never over it; the newest (by completed_at) is kept.
+    UPDATE nmc.poging AS p
+    SET vastgelegde_receipt_status = pg_catalog.left(p_status, 50), vastgelegde_receipt_op = p_op
+    WHERE p.id = p_poging_id
+        AND (p.vastgelegde_receipt_op IS NULL OR p.vastgelegde_receipt_op <= p_op)
+$$;
+COMMENT ON FUNCTION nmc.record_receipt(uuid, text, timestamptz) IS
+'Records a receipt on an attempt without applying it (a status the NMC does not know, or a '
+'late receipt on an outcome that is settled): vastgelegde_receipt_status and _op take it '
+'when it is not older than the one recorded there; status, afgerond_op and '
+'laatste_receipt_* stay as they are. Internal.';
+
 CREATE OR REPLACE FUNCTION nmc.apply_receipt(
     p_poging_id uuid,
     p_notifynl_id uuid,
@@ -61,6 +80,7 @@ DECLARE
     v_nieuw nmc.poging_status := nmc.poging_status_voor(p_status);
     v_c timestamptz := least(coalesce(p_completed_at, v_nu), v_nu);
     v_telt boolean;
+    v_vastgelegd boolean;
     v_rust_op uuid;
     v_termijn_eind timestamptz;
     v_ander nmc.poging;
@@ -98,9 +118,9 @@ BEGIN
         'created', 'sending', 'pending', 'delivered', 'permanent-failure', 'temporary-failure',
         'technical-failure'
     ) THEN
-        -- Unknown: recorded and counted, no transition; reconciliation carries on.
-        UPDATE nmc.poging AS p SET laatste_receipt_status = pg_catalog.left(p_status, 50)
-        WHERE p.id = p_poging_id;
+        -- Unknown: recorded beside what is known and counted, no transition;
+        -- reconciliation carries on.
+        PERFORM nmc.record_receipt(p_poging_id, p_status, v_c);
         PERFORM nmc.count_teller('receipt_onbekende_status');
         RETURN 'onbekende-status';
     END IF;
@@ -131,10 +151,25 @@ BEGIN
         ELSE false
     END;
 
-    UPDATE nmc.poging AS p
-    SET status = v_nieuw, afgerond_op = v_c, laatste_receipt_op = v_c,
-        laatste_receipt_status = p_status, verzonden_op = coalesce(p_sent_at, p.verzonden_op)
-    WHERE p.id = p_poging_id;
+    -- An outcome that is settled is never rewritten (its completed_at is the delivery
+    -- proof's): a delivered attempt, unless this failure counts against it, and an attempt
+    -- that no longer runs under a terminal notification (bezorgstatus-onbekend excepted: a
+    -- late receipt may still correct it). Such a receipt is recorded beside the outcome.
+    v_vastgelegd := NOT v_telt
+        AND NOT (p_status = 'delivered' AND v_n.status IN ('verzonden', 'bezorgstatus-onbekend'))
+        AND v_p.status NOT IN ('gepland', 'verzonden', 'onbekend')
+        AND (
+            v_p.status = 'bezorgd'
+            OR (nmc.is_terminal(v_n.status) AND v_n.status <> 'bezorgstatus-onbekend')
+        );
+    IF v_vastgelegd THEN
+        PERFORM nmc.record_receipt(p_poging_id, p_status, v_c);
+    ELSE
+        UPDATE nmc.poging AS p
+        SET status = v_nieuw, afgerond_op = v_c, laatste_receipt_op = v_c,
+            laatste_receipt_status = p_status, verzonden_op = coalesce(p_sent_at, p.verzonden_op)
+        WHERE p.id = p_poging_id;
+    END IF;
 
     -- A processed receipt ends the attempt's reconciliation.
     UPDATE nmc.taak AS t
@@ -243,4 +278,7 @@ COMMENT ON FUNCTION nmc.apply_receipt(uuid, uuid, text, timestamptz, timestamptz
 'technisch-mislukt. On bezorgd a temporary or permanent failure counts only on the '
 'attempt the open settlement task names and before its term ends (another delivered '
 'attempt then carries bezorgd); other failures and those on non-running attempts are '
-'recorded only. Unknown statuses are counted. Returns what it did.';
+'recorded only. A settled outcome is never rewritten: a receipt that does not count on a '
+'delivered attempt, or on a non-running attempt of a terminal notification other than '
+'bezorgstatus-onbekend, and a status the NMC does not know (counted) are recorded beside '
+'it (nmc.record_receipt). Returns what it did.';

@@ -25,6 +25,7 @@ DECLARE
     v_fouten text [];
     v_pogingen uuid [];
     v_gepland boolean [];
+    v_herverzenden boolean [];
     v_van nmc.notificatie_status [];
     v_naar nmc.notificatie_status [];
     v_redenen nmc.reden [];
@@ -111,8 +112,18 @@ BEGIN
         pg_catalog.array_agg(k.poging_status = 'gepland' ORDER BY k.i),
         pg_catalog.array_agg(k.van ORDER BY k.i),
         pg_catalog.array_agg(k.naar ORDER BY k.i),
-        pg_catalog.array_agg(k.reden ORDER BY k.i)
-    INTO v_fouten, v_pogingen, v_gepland, v_van, v_naar, v_redenen
+        pg_catalog.array_agg(k.reden ORDER BY k.i),
+        -- Attempt 1 already failed temporarily or technically (a receipt came between the
+        -- 201 and this commit): its resend is still to be planned.
+        pg_catalog.array_agg(
+            coalesce(
+                k.uitkomst = 'verzonden' AND k.van = 'verzonden' AND k.poging_nummer = 1
+                AND k.poging_status IN ('tijdelijk-mislukt', 'technisch-mislukt'),
+                false
+            )
+            ORDER BY k.i
+        )
+    INTO v_fouten, v_pogingen, v_gepland, v_van, v_naar, v_redenen, v_herverzenden
     FROM (
         SELECT
             u.i,
@@ -123,6 +134,7 @@ BEGIN
             n.geldig_tot,
             p.id AS poging_id,
             p.status AS poging_status,
+            p.nummer AS poging_nummer,
             CASE u.uitkomst
                 -- A receipt may have made this transition on the worker's behalf already;
                 -- a resend (verzonden) only records its attempt.
@@ -141,7 +153,7 @@ BEGIN
             WITH ORDINALITY AS u (notificatie_id, fout, uitkomst, notifynl_id, i)
         LEFT JOIN nmc.notificatie AS n ON u.notificatie_id = n.id
         LEFT JOIN LATERAL (
-            SELECT p.id, p.status FROM nmc.poging AS p
+            SELECT p.id, p.status, p.nummer FROM nmc.poging AS p
             WHERE p.notificatie_id = n.id
             ORDER BY p.nummer DESC LIMIT 1
         ) AS p ON true
@@ -216,6 +228,19 @@ BEGIN
         SELECT u.id FROM unnest(p_taak_ids, v_fouten) AS u (id, fout) WHERE u.fout IS NULL
     ));
 
+    -- The resend of a temporary or technical failure on attempt 1 that a receipt judged
+    -- before this commit: its plan met this task, still claimed, and did nothing. Of the
+    -- two commits the second plans it, and that is this one.
+    INSERT INTO nmc.taak (soort, dv_id, notificatie_id, due, trace_id, aangemaakt_op)
+    SELECT 'verzenden', n.dv_id, n.id, v_nu, n.trace_id, v_nu
+    FROM unnest(v_notificaties, v_fouten, v_herverzenden) AS u (notificatie_id, fout, herverzenden)
+    INNER JOIN nmc.notificatie AS n ON u.notificatie_id = n.id
+    WHERE u.fout IS NULL AND u.herverzenden
+    ON CONFLICT (notificatie_id, soort)
+    WHERE staat IN ('open', 'claimed') AND soort NOT IN ('receipt', 'reconciliëren')
+    AND notificatie_id IS NOT NULL
+    DO NOTHING;
+
     -- The status after the call, known without reading the rows again: the transition's
     -- target, or (no transition, or a refusal) the status read under the lock in step 3.
     RETURN QUERY
@@ -239,7 +264,9 @@ IS
 'geldig_tot, NM001 a transition the notification no longer allows, NM005 no '
 'notification. Arrays of different length refuse the whole call (22023). Locks tasks, '
 'then notifications, then attempts, each in id order; the transitions go through '
-'nmc.transition_notificaties in one call.';
+'nmc.transition_notificaties in one call. A verzonden commit after a receipt already '
+'failed attempt 1 temporarily or technically (between the 201 and this commit, while the '
+'task was still claimed) plans the resend that receipt could not.';
 
 CREATE OR REPLACE FUNCTION nmc.finish_verzenden(
     p_taak_id bigint,
@@ -288,7 +315,8 @@ COMMENT ON FUNCTION nmc.finish_verzenden(bigint, integer, text, uuid, uuid) IS
 'Commits the outcome of a send task, fenced by its claim epoch (NM011 when stale). '
 'p_uitkomst: verzonden (NotifyNL 201 or found by reference; the attempt takes the '
 'NotifyNL id, in-verzending -> verzonden, a resend only records the attempt, and a '
-'reconcile task is planned +1 h), ongeldig-adres (NotifyNL 400: niet-bezorgbaar, '
-'onbereikbaar), geen-contactgegevens (Profielservice: niet-bezorgbaar), verlopen (a '
-'re-claim that found nothing after geldig_tot; NM014 before it). Closes the task; returns '
-'the status. The one-item form of nmc.finish_verzenden_batch, whose refusal it raises.';
+'reconcile task is planned +1 h; a resend a receipt judged meanwhile is planned), '
+'ongeldig-adres (NotifyNL 400: niet-bezorgbaar, onbereikbaar), geen-contactgegevens '
+'(Profielservice: niet-bezorgbaar), verlopen (a re-claim that found nothing after '
+'geldig_tot; NM014 before it). Closes the task; returns the status. The one-item form of '
+'nmc.finish_verzenden_batch, whose refusal it raises.';

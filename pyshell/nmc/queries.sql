@@ -146,6 +146,15 @@ SELECT l.item, l.lease_tot
 FROM nmc.extend_leases(%(taak_ids)b::bigint[], %(claim_epochs)b::integer[]) AS l
 ORDER BY l.item
 
+-- record_contactgegevens --
+-- The lease extension before a centraal send, which records the contactgegeven on the
+-- attempt: one row per item, lease_tot NULL = stale.
+SELECT l.item, l.lease_tot
+FROM nmc.record_contactgegevens(
+    %(taak_ids)b::bigint[], %(claim_epochs)b::integer[], %(contactgegeven_ids)b::uuid[]
+) AS l
+ORDER BY l.item
+
 -- finish_verzenden_batch --
 -- The worker's group commit of send outcomes: per item the status, or fout (a SQLSTATE).
 SELECT r.item, r.status::text AS status, r.fout

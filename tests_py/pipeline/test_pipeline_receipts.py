@@ -129,7 +129,8 @@ async def test_silence_ends_in_bezorgstatus_onbekend(sim, worker, intake, conn):
         await worker.drain(["reconciliëren"])
     assert status_of(conn, notificatie_id) == ("bezorgstatus-onbekend", None)
     asked = [r for r in sim_get(sim.notifynl_url, "/_sim/requests") if r["method"] == "GET"]
-    assert len(asked) == 8  # +1 h, +6 h, +24 h, then daily until the retention ends
+    # +1 h, +6 h, +24 h, daily up to day 6, and last when the 7-day retention ends
+    assert len(asked) == 9
 
 
 async def test_reconciliation_404_ends_in_bezorgstatus_onbekend(sim, worker, intake, conn):

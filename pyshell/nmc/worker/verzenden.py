@@ -76,7 +76,10 @@ async def _send(ctx: Context, taak) -> str:
             return await _finish(ctx, taak, "geen-contactgegevens")
         email, contactgegeven_id = contact.email, contact.id
 
-    await ctx.extend_lease(taak.taak_id, taak.claim_epoch)
+    if contactgegeven_id is None:
+        await ctx.extend_lease(taak.taak_id, taak.claim_epoch)
+    else:
+        await _record_contactgegeven(ctx, taak, contactgegeven_id)
     headers = await ctx.ldv.register(
         taak.trace_id, "notifynl.verzenden", ldv.ACTIVITEIT_VERZENDEN, betrokkene
     )
@@ -100,6 +103,28 @@ async def _send(ctx: Context, taak) -> str:
     if isinstance(result, Accepted):
         return await _finish(ctx, taak, "verzonden", result.notifynl_id, contactgegeven_id)
     return await _finish(ctx, taak, "ongeldig-adres", None, contactgegeven_id)
+
+
+async def _record_contactgegeven(ctx: Context, taak, contactgegeven_id) -> None:
+    """The lease extension before a centraal send, which also records on the attempt the
+    contactgegeven the e-mail goes to: a commit that recovers a send whose own commit was
+    lost (a re-claim that finds it by reference, a receipt that takes over the NotifyNL id)
+    carries none. Group-committed like `ctx.extend_lease`; `StaleClaim` when taken over."""
+    group = ctx.group_commit(
+        "record_contactgegevens", lambda items: _record_contactgegevens(ctx, items)
+    )
+    if await group.submit((taak.taak_id, taak.claim_epoch, contactgegeven_id)) is None:
+        raise StaleClaim()
+
+
+async def _record_contactgegevens(ctx: Context, items: list[tuple]) -> list:
+    rows = await ctx.db.rows(
+        "record_contactgegevens",
+        taak_ids=[item[0] for item in items],
+        claim_epochs=[item[1] for item in items],
+        contactgegeven_ids=[item[2] for item in items],
+    )
+    return [row.lease_tot for row in rows]
 
 
 async def _finish(ctx: Context, taak, uitkomst: str, notifynl_id=None, contactgegeven_id=None):
