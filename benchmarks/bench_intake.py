@@ -4,9 +4,9 @@
 
 On a fresh database (on the embedded cluster, or NMC_DATABASE_URL) it measures, in one run:
 
-1. the SQL ceiling of the single intake: nmc.intake_notificatie called directly over several
+1. the SQL ceiling of the single intake: nmc.intake_notificatie_v2 called directly over several
    connections with pre-sealed values (what the API's one SQL call costs, without HTTP);
-2. the same for the batch: nmc.intake_notificaties with 1000 items per call;
+2. the same for the batch: nmc.intake_notificaties_v2 with 1000 items per call;
 3. single-notification intake over HTTP: `nmc api` (uvicorn) on loopback, several processes
    of a lean keep-alive load generator (rawload), throughput and p50/p99 latency;
 4. batch intake over HTTP, 1000 notifications per request.
@@ -130,22 +130,26 @@ def single_params(dv_id: int, values: dict) -> dict:
         "id": new_notificatie_ids(1)[0], "dv_id": dv_id, "berichttype": "bench",
         "regie": "decentraal",
         "dvref_hmac": secrets.token_bytes(32), "pepper_versie": 1,
-        "payload_hash": secrets.token_bytes(32), "kek_id": "bench-kek", "geldig_tot": None,
+        "payload_hmac": secrets.token_bytes(32), "payload_pepper_versie": 1,
+        "kek_id": "bench-kek", "geldig_tot": None,
         "batch_id": None, "trace_id": secrets.token_hex(16), "dienst": None, "vorige_hmacs": None,
+        "vorige_payload_hmacs": None, "sha256_hash": None,
         **values,
     }  # fmt: skip
 
 
 def batch_params(dv_id: int, values: dict, n: int) -> dict:
     return {
-        "dv_id": dv_id, "regie": "decentraal", "pepper_versie": 1, "kek_id": "bench-kek",
+        "dv_id": dv_id, "regie": "decentraal", "pepper_versie": 1, "payload_pepper_versie": 1,
+        "kek_id": "bench-kek",
         "batch_id": uuid.uuid4(), "ids": new_notificatie_ids(n),
         "berichttypen": ["bench"] * n,
         "dvref_hmacs": [secrets.token_bytes(32) for _ in range(n)],
-        "payload_hashes": [secrets.token_bytes(32) for _ in range(n)],
+        "payload_hmacs": [secrets.token_bytes(32) for _ in range(n)],
         "ontvangers": [values["ontvanger"]] * n, "gegevens": [values["gegevens"]] * n,
         "sleutels": [values["sleutel"]] * n, "geldig_tot": [None] * n,
         "trace_ids": [secrets.token_hex(16)] * n, "diensten": [None] * n, "vorige_hmacs": None,
+        "vorige_payload_hmacs": None, "sha256_hashes": None,
     }  # fmt: skip
 
 

@@ -18,6 +18,14 @@ GRANT EXECUTE ON FUNCTION nmc.intake_notificaties(
     integer, nmc.regie, smallint, text, uuid, uuid[], text[], bytea[], bytea[], bytea[],
     bytea[], bytea[], timestamptz[], text[], text[], bytea[]
 ) TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.intake_notificatie_v2(
+    uuid, integer, text, nmc.regie, bytea, smallint, bytea, smallint, bytea, bytea, bytea,
+    text, timestamptz, uuid, text, text, bytea[], bytea[], bytea
+) TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.intake_notificaties_v2(
+    integer, nmc.regie, smallint, smallint, text, uuid, uuid[], text[], bytea[], bytea[],
+    bytea[], bytea[], bytea[], timestamptz[], text[], text[], bytea[], bytea[], bytea[]
+) TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.cancel_notificatie(integer, uuid) TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.find_dienstverlener(text) TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.get_notificatie(integer, uuid) TO nmc_api;

@@ -282,8 +282,14 @@ def test_sealed_items_match_the_plain_hash_and_open(body, local, domain):
     peppers = crypto.parse_peppers(crypto.new_peppers())
     services = types.SimpleNamespace(ring=ring, peppers=peppers, pepper_versie=1)
     items = sealed_items(services, 7, canonicals, "trace")
+    payload_key = peppers.for_purpose("payload").versions[1]
+    assert items.payload_pepper_versie == 1
     for i, canonical in enumerate(canonicals):
-        assert items.payload_hashes[i] == reference_payload_hash(idempotency_form(canonical))
+        # A keyed HMAC over the canonical request the plain code gives, never its SHA-256.
+        plain = reference_canonical_json(dict(idempotency_form(canonical)))
+        message = b"nmc/payload/v1\x00" + (7).to_bytes(8, "big", signed=True) + plain
+        assert items.payload_hmacs[i] == hmac.new(payload_key, message, hashlib.sha256).digest()
+        assert items.payload_hmacs[i] != reference_payload_hash(idempotency_form(canonical))
         assert (
             items.dvref_hmacs[i]
             == crypto.dvref_hmac(7, canonical["dvRef"], 1, pepper_set=peppers)[0]
@@ -425,6 +431,23 @@ def test_dvref_hmac_many_matches_the_definition(dvrefs, dv_id):
         )
         assert mac == hmac.new(key, message, hashlib.sha256).digest()
         assert mac == crypto.dvref_hmac(dv_id, dvref, 1, pepper_set=peppers)[0]
+
+
+@given(st.lists(st.binary(max_size=50), max_size=10), st.integers(-(2**63), 2**63 - 1))
+def test_payload_hmac_many_matches_the_definition(payloads, dv_id):
+    peppers = crypto.parse_peppers(crypto.new_peppers())
+    key = peppers.for_purpose("payload").versions[1]
+    macs = crypto.payload_hmac_many(dv_id, payloads, 1, pepper_set=peppers)
+    for payload, mac in zip(payloads, macs, strict=True):
+        message = b"nmc/payload/v1\x00" + dv_id.to_bytes(8, "big", signed=True) + payload
+        assert mac == hmac.new(key, message, hashlib.sha256).digest()
+    with pytest.raises(crypto.CryptoConfigError):
+        crypto.payload_hmac_many(dv_id, payloads, 2, pepper_set=peppers)
+    request = {"dvRef": "e\u0301", "b": None}
+    assert crypto.payload_hmac(dv_id, request, pepper_set=peppers) == (
+        crypto.payload_hmac_many(dv_id, [crypto.canonical_json(request)], 1, pepper_set=peppers)[0],
+        1,
+    )
 
 
 def test_new_notificatie_ids_are_uuidv7_ascending_and_unique():

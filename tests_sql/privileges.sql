@@ -25,6 +25,8 @@ SELECT set_eq(
     $$VALUES ('nmc.now()'), ('nmc.metrics()'),
         ('nmc.intake_notificatie(uuid,integer,text,nmc.regie,bytea,smallint,bytea,bytea,bytea,bytea,text,timestamp with time zone,uuid,text,text,bytea[])'),
         ('nmc.intake_notificaties(integer,nmc.regie,smallint,text,uuid,uuid[],text[],bytea[],bytea[],bytea[],bytea[],bytea[],timestamp with time zone[],text[],text[],bytea[])'),
+        ('nmc.intake_notificatie_v2(uuid,integer,text,nmc.regie,bytea,smallint,bytea,smallint,bytea,bytea,bytea,text,timestamp with time zone,uuid,text,text,bytea[],bytea[],bytea)'),
+        ('nmc.intake_notificaties_v2(integer,nmc.regie,smallint,smallint,text,uuid,uuid[],text[],bytea[],bytea[],bytea[],bytea[],bytea[],timestamp with time zone[],text[],text[],bytea[],bytea[],bytea[])'),
         ('nmc.cancel_notificatie(integer,uuid)'),
         ('nmc.find_dienstverlener(text)'),
         ('nmc.get_notificatie(integer,uuid)'),
@@ -94,7 +96,8 @@ SELECT set_eq(
 SELECT set_eq(
     $$SELECT p.proname::text FROM pg_catalog.pg_proc AS p
       WHERE p.pronamespace = 'nmc'::regnamespace AND p.prosecdef$$,
-    $$VALUES ('now'), ('intake_notificatie'), ('intake_notificaties'), ('cancel_notificatie'),
+    $$VALUES ('now'), ('intake_notificatie'), ('intake_notificaties'),
+             ('intake_notificatie_v2'), ('intake_notificaties_v2'), ('cancel_notificatie'),
              ('find_dienstverlener'), ('get_notificatie'), ('find_notificaties'),
              ('claim_taken'), ('claim_verzenden'), ('extend_lease'), ('extend_leases'),
              ('finish_taak'), ('finish_taken'), ('defer_taak'), ('fail_taak'),

@@ -1,5 +1,11 @@
 -- Intake (SPEC §7): notifications, their first send task and first event, in the caller's
--- transaction; idempotent on (DV, dvRef HMAC, payload hash); quota per minute and day.
+-- transaction; idempotent on (DV, dvRef HMAC, payload HMAC); quota per minute and day.
+--
+-- The payload HMAC is keyed with the `payload` pepper (its version on the row), never a
+-- plain hash of the request: the request holds the recipient, and a plain hash would let
+-- anyone holding the database test candidate addresses or BSNs offline. Rows stored before
+-- the payload pepper carry the unkeyed SHA-256 with payload_pepper_versie 0; erasure
+-- clears that hash (nmc.process_wissen).
 
 -- Before the HMACs under earlier pepper versions (p_vorige_hmacs) were taken.
 DROP FUNCTION IF EXISTS nmc.intake_notificatie(
@@ -11,23 +17,26 @@ DROP FUNCTION IF EXISTS nmc.intake_notificaties(
     bytea[], bytea[], timestamptz[], text[], text[]
 );
 
-CREATE OR REPLACE FUNCTION nmc.intake_notificaties(
+CREATE OR REPLACE FUNCTION nmc.intake_notificaties_v2(
     p_dv_id integer,
     p_regie nmc.regie,
     p_pepper_versie smallint,
+    p_payload_pepper_versie smallint,
     p_kek_id text,
     p_batch_id uuid,
     p_ids uuid[],
     p_berichttypen text[],
     p_dvref_hmacs bytea[],
-    p_payload_hashes bytea[],
+    p_payload_hmacs bytea[],
     p_ontvangers bytea[],
     p_gegevens bytea[],
     p_sleutels bytea[],
     p_geldig_tot timestamptz[],
     p_trace_ids text[],
     p_diensten text[],
-    p_vorige_hmacs bytea[] DEFAULT NULL
+    p_vorige_hmacs bytea[] DEFAULT NULL,
+    p_vorige_payload_hmacs bytea[] DEFAULT NULL,
+    p_sha256_hashes bytea[] DEFAULT NULL
 )
 RETURNS TABLE (item integer, notificatie_id uuid, nieuw boolean)
 LANGUAGE plpgsql
@@ -42,29 +51,39 @@ DECLARE
     v_fout_berichttype integer;
     v_fout_geldig integer;
     v_fout_payload integer;
+    v_sha256_nodig boolean;
     v_nieuw integer;
     v_uit_ids uuid [];
     v_uit_nieuw boolean [];
     v_k integer;
+    v_kp integer;
     v_oud_nrs bigint [];
     v_oud_ids uuid [];
     v_oud_hashes bytea [];
+    v_oud_versies smallint [];
 BEGIN
     IF v_n = 0 OR v_n > 1000 OR pg_catalog.cardinality(p_berichttypen) <> v_n
         OR pg_catalog.cardinality(p_dvref_hmacs) <> v_n
-        OR pg_catalog.cardinality(p_payload_hashes) <> v_n
+        OR pg_catalog.cardinality(p_payload_hmacs) <> v_n
         OR pg_catalog.cardinality(p_ontvangers) <> v_n
         OR pg_catalog.cardinality(p_gegevens) <> v_n
         OR pg_catalog.cardinality(p_sleutels) <> v_n
         OR pg_catalog.cardinality(p_geldig_tot) <> v_n
         OR pg_catalog.cardinality(p_trace_ids) <> v_n
-        OR pg_catalog.cardinality(p_diensten) <> v_n THEN
+        OR pg_catalog.cardinality(p_diensten) <> v_n
+        OR coalesce(pg_catalog.cardinality(p_sha256_hashes), v_n) <> v_n THEN
         RAISE EXCEPTION 'intake takes 1 to 1000 items with every array of the same length'
             USING ERRCODE = 'NM016';
     END IF;
+    IF p_payload_pepper_versie IS NULL OR p_payload_pepper_versie < 0 THEN
+        RAISE EXCEPTION 'the payload pepper version is 0 (unkeyed, before the pepper) or more'
+            USING ERRCODE = 'NM016';
+    END IF;
     v_k := coalesce(pg_catalog.cardinality(p_vorige_hmacs), 0) / v_n;
-    IF coalesce(pg_catalog.cardinality(p_vorige_hmacs), 0) <> v_k * v_n THEN
-        RAISE EXCEPTION 'p_vorige_hmacs holds the same number of HMACs for every item'
+    v_kp := coalesce(pg_catalog.cardinality(p_vorige_payload_hmacs), 0) / v_n;
+    IF coalesce(pg_catalog.cardinality(p_vorige_hmacs), 0) <> v_k * v_n
+        OR coalesce(pg_catalog.cardinality(p_vorige_payload_hmacs), 0) <> v_kp * v_n THEN
+        RAISE EXCEPTION 'earlier-pepper HMACs come in the same number for every item'
             USING ERRCODE = 'NM016';
     END IF;
 
@@ -100,13 +119,15 @@ BEGIN
         SELECT
             pg_catalog.array_agg(f.nr),
             pg_catalog.array_agg(f.id),
-            pg_catalog.array_agg(f.payload_hash)
-        INTO v_oud_nrs, v_oud_ids, v_oud_hashes
+            pg_catalog.array_agg(f.payload_hash),
+            pg_catalog.array_agg(f.payload_pepper_versie)
+        INTO v_oud_nrs, v_oud_ids, v_oud_hashes, v_oud_versies
         FROM (
             SELECT DISTINCT ON (v.nr)
                 v.nr,
                 x.id,
-                x.payload_hash
+                x.payload_hash,
+                x.payload_pepper_versie
             FROM (
                 SELECT (o.plek - 1) / v_k + 1 AS nr, o.hmac
                 FROM unnest(p_vorige_hmacs) WITH ORDINALITY AS o (hmac, plek)
@@ -123,16 +144,17 @@ BEGIN
     WITH nieuwe_notificatie AS (
         INSERT INTO nmc.notificatie (
             id, dv_id, berichttype, regie, status, reden, versie, geldig_tot, dvref_hmac,
-            pepper_versie, payload_hash, batch_id, dienst, trace_id, ontvanger_versleuteld,
-            gegevens_versleuteld, sleutel_gewrapt, kek_id, aangenomen_op, bijgewerkt_op
+            pepper_versie, payload_hash, payload_pepper_versie, batch_id, dienst, trace_id,
+            ontvanger_versleuteld, gegevens_versleuteld, sleutel_gewrapt, kek_id,
+            aangenomen_op, bijgewerkt_op
         )
         SELECT DISTINCT ON (u.hmac)
             u.id, p_dv_id, u.berichttype, p_regie, 'aangenomen', NULL, 1,
             coalesce(u.geldig_tot, v_nu + b.geldigheid_standaard), u.hmac, p_pepper_versie,
-            u.hash, p_batch_id, u.dienst, u.trace_id, u.ontvanger, u.gegevens, u.sleutel,
-            p_kek_id, v_nu, v_nu
+            u.hash, p_payload_pepper_versie, p_batch_id, u.dienst, u.trace_id, u.ontvanger,
+            u.gegevens, u.sleutel, p_kek_id, v_nu, v_nu
         FROM unnest(
-            p_ids, p_berichttypen, p_dvref_hmacs, p_payload_hashes, p_ontvangers, p_gegevens,
+            p_ids, p_berichttypen, p_dvref_hmacs, p_payload_hmacs, p_ontvangers, p_gegevens,
             p_sleutels, p_geldig_tot, p_trace_ids, p_diensten
         ) WITH ORDINALITY AS u (
             id, berichttype, hmac, hash, ontvanger, gegevens, sleutel, geldig_tot, trace_id,
@@ -164,22 +186,54 @@ BEGIN
         v_uit_nieuw := pg_catalog.array_fill(true, ARRAY[v_n]);
     ELSE
         -- Replays and duplicates within the batch map to the stored row, which must carry
-        -- the same payload (also when a concurrent intake stored it a moment ago).
+        -- the same payload (also when a concurrent intake stored it a moment ago): its
+        -- HMAC under the current or an earlier live payload pepper version, or, for a row
+        -- from before the payload pepper (version 0), the unkeyed SHA-256. A row whose
+        -- unkeyed hash was erased can no longer be compared: another payload (409).
         SELECT
-            pg_catalog.array_agg(coalesce(o.id, n.id) ORDER BY u.nr),
-            pg_catalog.array_agg(coalesce(o.id, n.id) = u.id ORDER BY u.nr),
-            pg_catalog.min(u.nr - 1) FILTER (
-                WHERE coalesce(o.payload_hash, n.payload_hash) <> u.hash
+            pg_catalog.array_agg(s.id ORDER BY s.nr),
+            pg_catalog.array_agg(s.id = s.eigen_id ORDER BY s.nr),
+            pg_catalog.min(s.nr - 1) FILTER (WHERE NOT s.gelijk),
+            pg_catalog.bool_or(
+                NOT s.gelijk AND s.versie = 0 AND s.hash IS NOT NULL AND p_sha256_hashes IS NULL
             )
-        INTO v_uit_ids, v_uit_nieuw, v_fout_payload
-        FROM unnest(p_ids, p_dvref_hmacs, p_payload_hashes) WITH ORDINALITY AS u (id, hmac, hash, nr)
-        LEFT JOIN unnest(v_oud_nrs, v_oud_ids, v_oud_hashes) AS o (nr, id, payload_hash)
-            ON u.nr = o.nr
-        LEFT JOIN LATERAL (
-            SELECT x.id, x.payload_hash FROM nmc.notificatie AS x
-            WHERE x.dv_id = p_dv_id AND x.dvref_hmac = u.hmac AND o.nr IS NULL
-            LIMIT 1
-        ) AS n ON true;
+        INTO v_uit_ids, v_uit_nieuw, v_fout_payload, v_sha256_nodig
+        FROM (
+            SELECT
+                u.nr,
+                u.id AS eigen_id,
+                coalesce(o.id, n.id) AS id,
+                coalesce(o.payload_hash, n.payload_hash) AS hash,
+                coalesce(o.versie, n.payload_pepper_versie) AS versie,
+                coalesce(
+                    coalesce(o.payload_hash, n.payload_hash) = u.hash
+                    OR coalesce(o.payload_hash, n.payload_hash) = ANY(
+                        p_vorige_payload_hmacs[(u.nr - 1) * v_kp + 1:u.nr * v_kp]
+                    )
+                    OR (
+                        coalesce(o.versie, n.payload_pepper_versie) = 0
+                        AND coalesce(o.payload_hash, n.payload_hash) = p_sha256_hashes[u.nr]
+                    ),
+                    false
+                ) AS gelijk
+            FROM unnest(p_ids, p_dvref_hmacs, p_payload_hmacs) WITH ORDINALITY AS u (
+                id, hmac, hash, nr
+            )
+            LEFT JOIN unnest(v_oud_nrs, v_oud_ids, v_oud_hashes, v_oud_versies)
+                AS o (nr, id, payload_hash, versie)
+                ON u.nr = o.nr
+            LEFT JOIN LATERAL (
+                SELECT x.id, x.payload_hash, x.payload_pepper_versie FROM nmc.notificatie AS x
+                WHERE x.dv_id = p_dv_id AND x.dvref_hmac = u.hmac AND o.nr IS NULL
+                LIMIT 1
+            ) AS n ON true
+        ) AS s;
+        IF v_sha256_nodig THEN
+            -- Not a refusal: the shell calls again with p_sha256_hashes (nothing is kept).
+            RAISE EXCEPTION 'a replay of a row stored before the payload pepper needs the '
+                'unkeyed payload hashes to be judged'
+                USING ERRCODE = 'NMP01';
+        END IF;
         IF v_fout_payload IS NOT NULL THEN
             RAISE EXCEPTION 'this dvRef was accepted before with another payload'
                 USING ERRCODE = 'NM007', DETAIL = v_fout_payload::text;
@@ -199,20 +253,115 @@ BEGIN
     ORDER BY u.nr;
 END
 $$;
-COMMENT ON FUNCTION nmc.intake_notificaties(
-    integer, nmc.regie, smallint, text, uuid, uuid[], text[], bytea[], bytea[], bytea[],
-    bytea[], bytea[], timestamptz[], text[], text[], bytea[]
+COMMENT ON FUNCTION nmc.intake_notificaties_v2(
+    integer, nmc.regie, smallint, smallint, text, uuid, uuid[], text[], bytea[], bytea[],
+    bytea[], bytea[], bytea[], timestamptz[], text[], text[], bytea[], bytea[], bytea[]
 ) IS
 'Accepts 1 to 1000 notifications of one DV and regie in the caller''s transaction: per '
 'new item the notificatie (version 1, aangenomen), its first event and its verzenden task '
 '(due now). Parallel arrays, one element per item; ids are generated by the shell (the '
-'ciphertext is bound to them). Idempotent: an item whose (DV, dvRef HMAC) exists with '
-'the same payload hash returns the stored id with nieuw = false; the same dvRef within '
-'the batch too, and (while peppers rotate) an item whose HMAC under an earlier live '
-'pepper version is stored: p_vorige_hmacs holds k such HMACs per item, item by item. '
-'Refusals (DETAIL = 0-based item index): NM008 berichttype not allowed for '
-'the DV and regie, NM014 geldig_tot not after now or beyond the berichttype maximum, NM007 '
-'same dvRef with another payload. NM010 unknown DV, NM009 quota, NM016 bad arrays.';
+'ciphertext is bound to them). p_payload_hmacs: the keyed HMAC of each canonical request '
+'under payload pepper version p_payload_pepper_versie (stored with it). Idempotent: an '
+'item whose (DV, dvRef HMAC) exists with the same payload returns the stored id with '
+'nieuw = false; the same dvRef within the batch too. While peppers rotate, '
+'p_vorige_hmacs (dvRef) and p_vorige_payload_hmacs (payload) hold each item''s HMACs '
+'under the earlier live versions, k per item, item by item, so a request accepted under '
+'an earlier version is still a replay. A replay of a row from before the payload pepper '
+'(payload_pepper_versie 0, an unkeyed SHA-256) raises NMP01 unless p_sha256_hashes holds '
+'each item''s SHA-256: the shell then calls again with them. Refusals (DETAIL = 0-based '
+'item index): NM008 berichttype not allowed for the DV and regie, NM014 geldig_tot not '
+'after now or beyond the berichttype maximum, NM007 same dvRef with another payload (also '
+'when an erased row''s unkeyed hash is gone). NM010 unknown DV, NM009 quota, NM016 bad '
+'arrays.';
+
+CREATE OR REPLACE FUNCTION nmc.intake_notificatie_v2(
+    p_notificatie_id uuid,
+    p_dv_id integer,
+    p_berichttype text,
+    p_regie nmc.regie,
+    p_dvref_hmac bytea,
+    p_pepper_versie smallint,
+    p_payload_hmac bytea,
+    p_payload_pepper_versie smallint,
+    p_ontvanger bytea,
+    p_gegevens bytea,
+    p_sleutel bytea,
+    p_kek_id text,
+    p_geldig_tot timestamptz,
+    p_batch_id uuid,
+    p_trace_id text,
+    p_dienst text DEFAULT NULL,
+    p_vorige_hmacs bytea[] DEFAULT NULL,
+    p_vorige_payload_hmacs bytea[] DEFAULT NULL,
+    p_sha256_hash bytea DEFAULT NULL
+)
+RETURNS TABLE (notificatie_id uuid, nieuw boolean)
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT r.notificatie_id, r.nieuw
+    FROM nmc.intake_notificaties_v2(
+        p_dv_id, p_regie, p_pepper_versie, p_payload_pepper_versie, p_kek_id, p_batch_id,
+        ARRAY[p_notificatie_id], ARRAY[p_berichttype], ARRAY[p_dvref_hmac],
+        ARRAY[p_payload_hmac], ARRAY[p_ontvanger], ARRAY[p_gegevens], ARRAY[p_sleutel],
+        ARRAY[p_geldig_tot], ARRAY[p_trace_id], ARRAY[p_dienst], p_vorige_hmacs,
+        p_vorige_payload_hmacs,
+        CASE WHEN p_sha256_hash IS NOT NULL THEN ARRAY[p_sha256_hash] END
+    ) AS r
+$$;
+COMMENT ON FUNCTION nmc.intake_notificatie_v2(
+    uuid, integer, text, nmc.regie, bytea, smallint, bytea, smallint, bytea, bytea, bytea,
+    text, timestamptz, uuid, text, text, bytea[], bytea[], bytea
+) IS
+'Accepts one notification: nmc.intake_notificaties_v2 with one item (p_vorige_hmacs and '
+'p_vorige_payload_hmacs: its HMACs under earlier live pepper versions; p_sha256_hash: the '
+'unkeyed hash, only after NMP01). Returns the id (the stored one on an idempotent replay) '
+'and whether it is new.';
+
+-- The signatures of the release before the payload pepper, kept while an API process of
+-- that release may still call them (a rolling deploy): their p_payload_hashes are the
+-- unkeyed SHA-256 such a process makes, stored with payload_pepper_versie 0.
+CREATE OR REPLACE FUNCTION nmc.intake_notificaties(
+    p_dv_id integer,
+    p_regie nmc.regie,
+    p_pepper_versie smallint,
+    p_kek_id text,
+    p_batch_id uuid,
+    p_ids uuid[],
+    p_berichttypen text[],
+    p_dvref_hmacs bytea[],
+    p_payload_hashes bytea[],
+    p_ontvangers bytea[],
+    p_gegevens bytea[],
+    p_sleutels bytea[],
+    p_geldig_tot timestamptz[],
+    p_trace_ids text[],
+    p_diensten text[],
+    p_vorige_hmacs bytea[] DEFAULT NULL
+)
+RETURNS TABLE (item integer, notificatie_id uuid, nieuw boolean)
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT r.item, r.notificatie_id, r.nieuw
+    FROM nmc.intake_notificaties_v2(
+        p_dv_id, p_regie, p_pepper_versie, 0::smallint, p_kek_id, p_batch_id, p_ids,
+        p_berichttypen, p_dvref_hmacs, p_payload_hashes, p_ontvangers, p_gegevens,
+        p_sleutels, p_geldig_tot, p_trace_ids, p_diensten, p_vorige_hmacs, NULL,
+        p_payload_hashes
+    ) AS r
+$$;
+COMMENT ON FUNCTION nmc.intake_notificaties(
+    integer, nmc.regie, smallint, text, uuid, uuid[], text[], bytea[], bytea[], bytea[],
+    bytea[], bytea[], timestamptz[], text[], text[], bytea[]
+) IS
+'The batch intake of the release before the payload pepper (superseded by '
+'nmc.intake_notificaties_v2; kept for a rolling deploy, to be dropped in a later release): '
+'p_payload_hashes are unkeyed SHA-256 hashes, stored with payload_pepper_versie 0 and '
+'compared only with rows of that version (a replay of a row stored under the payload '
+'pepper is answered NM007).';
 
 CREATE OR REPLACE FUNCTION nmc.intake_notificatie(
     p_notificatie_id uuid,
@@ -238,17 +387,18 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT r.notificatie_id, r.nieuw
-    FROM nmc.intake_notificaties(
-        p_dv_id, p_regie, p_pepper_versie, p_kek_id, p_batch_id,
+    FROM nmc.intake_notificaties_v2(
+        p_dv_id, p_regie, p_pepper_versie, 0::smallint, p_kek_id, p_batch_id,
         ARRAY[p_notificatie_id], ARRAY[p_berichttype], ARRAY[p_dvref_hmac],
         ARRAY[p_payload_hash], ARRAY[p_ontvanger], ARRAY[p_gegevens], ARRAY[p_sleutel],
-        ARRAY[p_geldig_tot], ARRAY[p_trace_id], ARRAY[p_dienst], p_vorige_hmacs
+        ARRAY[p_geldig_tot], ARRAY[p_trace_id], ARRAY[p_dienst], p_vorige_hmacs, NULL,
+        ARRAY[p_payload_hash]
     ) AS r
 $$;
 COMMENT ON FUNCTION nmc.intake_notificatie(
     uuid, integer, text, nmc.regie, bytea, smallint, bytea, bytea, bytea, bytea, text,
     timestamptz, uuid, text, text, bytea[]
 ) IS
-'Accepts one notification: nmc.intake_notificaties with one item (p_vorige_hmacs: its '
-'dvRef HMACs under earlier live pepper versions). Returns the id (the stored one on an '
-'idempotent replay) and whether it is new.';
+'The single intake of the release before the payload pepper (superseded by '
+'nmc.intake_notificatie_v2; kept for a rolling deploy, to be dropped in a later release): '
+'p_payload_hash is an unkeyed SHA-256, stored with payload_pepper_versie 0.';

@@ -20,7 +20,11 @@ BEGIN
     gewist AS (
         UPDATE nmc.notificatie AS n
         SET sleutel_gewrapt = NULL, ontvanger_versleuteld = '\x'::bytea,
-            gegevens_versleuteld = NULL, gewist_op = v_nu
+            gegevens_versleuteld = NULL, gewist_op = v_nu,
+            -- An unkeyed payload hash (rows from before the payload pepper) would let
+            -- candidate recipients be tested offline: it goes with the key. A keyed one
+            -- stays, for idempotency within the notification's retention.
+            payload_hash = CASE WHEN n.payload_pepper_versie = 0 THEN NULL ELSE n.payload_hash END
         FROM taak AS t
         WHERE n.id = t.notificatie_id
             AND n.terminaal_op IS NOT NULL AND n.terminaal_op + v_termijn <= v_nu
@@ -45,8 +49,9 @@ $$;
 COMMENT ON FUNCTION nmc.process_wissen(integer) IS
 'Runs up to p_batch due wissen tasks: for a notification terminal for at least the erase '
 'term, destroys the wrapped data key and drops the ciphertext (recipient and '
-'personalisation are then gone for good); a notification that is no longer terminal is '
-'left alone. Returns how many were erased.';
+'personalisation are then gone for good) and an unkeyed payload hash (payload pepper '
+'version 0); a notification that is no longer terminal is left alone. Returns how many '
+'were erased.';
 
 CREATE OR REPLACE FUNCTION nmc.kek_status()
 RETURNS TABLE (kek_id text, sleutels bigint)

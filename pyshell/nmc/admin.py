@@ -14,7 +14,7 @@ from typing import Any
 
 from nmc.api.auth import generate_dev_iam_key, issue_dev_token
 from nmc.config import Settings
-from nmc.crypto import PURPOSE_DVREF, new_kek_ring, new_peppers
+from nmc.crypto import PURPOSE_DVREF, PURPOSE_PAYLOAD, new_kek_ring, new_peppers
 from nmc.database import connect, connection_url
 from nmc.errors import NmcError
 from nmc.feed_cursor import PURPOSE_CURSOR
@@ -98,8 +98,8 @@ def dev_token(oin: str, ttl: int) -> str:
 
 
 def init_secrets(directory: Path, *, force: bool = False) -> Path:
-    """Write a dev KEK ring, peppers (dvref, cursor), dev IAM key + JWKS, a webhook signing
-    ring and dev.env into `directory`.
+    """Write a dev KEK ring, peppers (dvref, payload, cursor), dev IAM key + JWKS, a webhook
+    signing ring and dev.env into `directory`.
 
     Returns the path of dev.env, which exports every setting the API needs. Existing files
     are kept unless `force`: replacing a KEK makes stored notifications unreadable.
@@ -113,7 +113,7 @@ def init_secrets(directory: Path, *, force: bool = False) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     directory.chmod(0o700)
     _write_private(directory / "kek.json", json.dumps(new_kek_ring("dev-kek-1"), indent=2))
-    peppers = new_peppers((PURPOSE_DVREF, PURPOSE_CURSOR))
+    peppers = new_peppers((PURPOSE_DVREF, PURPOSE_PAYLOAD, PURPOSE_CURSOR))
     _write_private(directory / "peppers.json", json.dumps(peppers, indent=2))
     _write_private(
         directory / "webhook-signing.json", json.dumps(new_signing_ring("dev-webhook-1"), indent=2)

@@ -1,4 +1,4 @@
-"""Envelope encryption of a notificatie's personal data, the peppered dvRef HMAC, the payload hash.
+"""Envelope encryption of a notificatie's personal data, the peppered dvRef and payload HMACs.
 
 Envelope (SPEC §8). Every notificatie gets a fresh random 256-bit data key. The recipient
 (e-mail address or identifying number) and the berichtgegevens are each encrypted with it using
@@ -22,6 +22,11 @@ rotated long before it wraps four billion data keys.
 
 Erasure destroys the wrapped key (the `wissen` task); KEK rotation re-wraps data keys with
 `rewrap` and never touches the field ciphertexts.
+
+Idempotency compares requests by their payload HMAC, keyed with a pepper of its own purpose
+(`payload`) and stored with its version, like the dvRef HMAC: a plain hash of the request,
+which holds the recipient, would let anyone with the database test candidate addresses or
+identifying numbers offline.
 
 Nothing here logs, and no exception message carries plaintext, key material or ciphertext.
 """
@@ -59,10 +64,12 @@ FIELD_RECIPIENT = "recipient"
 FIELD_BERICHTGEGEVENS = "berichtgegevens"
 
 PURPOSE_DVREF = "dvref"
+PURPOSE_PAYLOAD = "payload"
 
 _FIELD_AAD_PREFIX = b"nmc/field/v1\x00"
 _WRAP_AAD_PREFIX = b"nmc/wrap/v1\x00"
 _DVREF_PREFIX = b"nmc/dvref/v1\x00"
+_PAYLOAD_PREFIX = b"nmc/payload/v1\x00"
 _RECIPIENT_BYTES = FIELD_RECIPIENT.encode("ascii")
 _GEGEVENS_BYTES = FIELD_BERICHTGEGEVENS.encode("ascii")
 _KEK_ID = re.compile(r"\A[A-Za-z0-9._:-]{1,64}\Z")
@@ -401,7 +408,7 @@ def _utf8(text: str) -> bytes:
 
 
 # --------------------------------------------------------------------------------------------
-# Peppers and the dvRef HMAC
+# Peppers, the dvRef HMAC and the payload HMAC
 
 
 @dataclass(frozen=True)
@@ -498,7 +505,7 @@ def peppers() -> Peppers:
     return load_peppers()
 
 
-def new_peppers(purposes: tuple[str, ...] = (PURPOSE_DVREF,)) -> dict[str, Any]:
+def new_peppers(purposes: tuple[str, ...] = (PURPOSE_DVREF, PURPOSE_PAYLOAD)) -> dict[str, Any]:
     """A fresh peppers document with version 1 of each purpose, for development and tests."""
     return {
         purpose: {
@@ -557,6 +564,48 @@ def dvref_hmacs_all(
     return [dvref_hmac(dv_id, dvref, v, pepper_set=pepper_set) for v in order]
 
 
+def payload_hmac(
+    dv_id: int,
+    canonical: Mapping[str, Any],
+    version: int | None = None,
+    *,
+    pepper_set: Peppers | None = None,
+) -> tuple[bytes, int]:
+    """HMAC-SHA256 of a canonical request under the "payload" pepper: (mac, pepper version).
+
+    Message = "nmc/payload/v1" 0x00 | dv_id (8 bytes, big endian) | canonical_json(request):
+    what `payload_hmac_many` takes. Keyed, so that the stored value (the idempotency check of
+    the intake) cannot be used to test candidate recipients offline, as a plain hash of the
+    request, recipient included, could. `version` None means the current version.
+    """
+    if version is None:
+        pepper = (peppers() if pepper_set is None else pepper_set).for_purpose(PURPOSE_PAYLOAD)
+        version = pepper.current
+    return payload_hmac_many(dv_id, [canonical_payload(canonical)], version, pepper_set=pepper_set)[
+        0
+    ], version
+
+
+def payload_hmac_many(
+    dv_id: int, payloads: Sequence[bytes], version: int, *, pepper_set: Peppers | None = None
+) -> list[bytes]:
+    """The payload HMAC under pepper `version` of each `canonical_payload(...)`, in order."""
+    _check_dv_id(dv_id)
+    pepper = (peppers() if pepper_set is None else pepper_set).for_purpose(PURPOSE_PAYLOAD)
+    if version not in pepper.versions:
+        raise CryptoConfigError(f"payload pepper version {version} is not configured")
+    keyed = pepper.keyed_hmac(version)
+    prefix = _PAYLOAD_PREFIX + dv_id.to_bytes(8, "big", signed=True)
+    macs = []
+    for payload in payloads:
+        if not isinstance(payload, bytes):
+            raise TypeError("payloads must come as canonical_payload bytes")
+        mac = keyed.copy()
+        mac.update(prefix + payload)
+        macs.append(mac.finalize())
+    return macs
+
+
 # --------------------------------------------------------------------------------------------
 # Canonical JSON and the payload hash
 
@@ -601,11 +650,13 @@ def _json_encoder() -> Callable[[Any], str]:
 _encode_json = _json_encoder()
 
 
-def payload_hash(canonical: Mapping[str, Any], *, gegevens_json: bytes | None = None) -> bytes:
-    """SHA-256 of the canonical JSON of the validated request: same request, same hash.
+def canonical_payload(canonical: Mapping[str, Any], *, gegevens_json: bytes | None = None) -> bytes:
+    """The canonical JSON of the validated request: same request, same bytes.
 
     `gegevens_json`, when given, must be `berichtgegevens_json(canonical["berichtgegevens"])`,
     which the intake has made for `seal_many` already: it goes into the JSON as it is.
+    The result holds the recipient: it only goes into `payload_hmac_many` (or
+    `payload_hash`), never anywhere else.
     """
     if type(canonical) is not dict:  # exact dict first: the validators' result
         if not isinstance(canonical, Mapping):
@@ -613,8 +664,15 @@ def payload_hash(canonical: Mapping[str, Any], *, gegevens_json: bytes | None = 
     elif gegevens_json is not None:
         text = _flat_object_json(canonical, FIELD_BERICHTGEGEVENS, gegevens_json.decode("utf-8"))
         if text is not None:
-            return hashlib.sha256(_utf8(text)).digest()
-    return hashlib.sha256(canonical_json(canonical)).digest()
+            return _utf8(text)
+    return canonical_json(canonical)
+
+
+def payload_hash(canonical: Mapping[str, Any], *, gegevens_json: bytes | None = None) -> bytes:
+    """The unkeyed SHA-256 of the canonical request, as releases before the payload pepper
+    stored it (payload_pepper_versie 0). Never stored for a new row: the intake sends it
+    only when the database asks for it to judge a replay of such an old row (NMP01)."""
+    return hashlib.sha256(canonical_payload(canonical, gegevens_json=gegevens_json)).digest()
 
 
 def _flat_object_json(value: dict[Any, Any], nested_key: str, nested_json: str) -> str | None:

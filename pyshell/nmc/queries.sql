@@ -56,26 +56,30 @@ CREATE EXTENSION IF NOT EXISTS pgtap
 SELECT d.dv_id, d.naam FROM nmc.find_dienstverlener(%(oin)s::text) AS d
 
 -- intake_notificatie --
--- Byte strings in binary (no hex encoding and parsing).
+-- Byte strings in binary (no hex encoding and parsing). sha256_hash: NULL unless the
+-- database asked for it (NMP01).
 SELECT r.notificatie_id, r.nieuw
-FROM nmc.intake_notificatie(
+FROM nmc.intake_notificatie_v2(
     %(id)s::uuid, %(dv_id)s::integer, %(berichttype)s::text, %(regie)s::nmc.regie,
-    %(dvref_hmac)b::bytea, %(pepper_versie)s::smallint, %(payload_hash)b::bytea,
-    %(ontvanger)b::bytea, %(gegevens)b::bytea, %(sleutel)b::bytea, %(kek_id)s::text,
-    %(geldig_tot)s::timestamptz, %(batch_id)s::uuid, %(trace_id)s::text, %(dienst)s::text,
-    %(vorige_hmacs)b::bytea[]
+    %(dvref_hmac)b::bytea, %(pepper_versie)s::smallint, %(payload_hmac)b::bytea,
+    %(payload_pepper_versie)s::smallint, %(ontvanger)b::bytea, %(gegevens)b::bytea,
+    %(sleutel)b::bytea, %(kek_id)s::text, %(geldig_tot)s::timestamptz, %(batch_id)s::uuid,
+    %(trace_id)s::text, %(dienst)s::text, %(vorige_hmacs)b::bytea[],
+    %(vorige_payload_hmacs)b::bytea[], %(sha256_hash)b::bytea
 ) AS r
 
 -- intake_notificaties --
 -- The arrays go in binary: as text, 1000 items of ciphertext cost ~45 ms of hex
 -- encoding and parsing per batch, more than the inserts themselves.
 SELECT r.item, r.notificatie_id, r.nieuw
-FROM nmc.intake_notificaties(
+FROM nmc.intake_notificaties_v2(
     %(dv_id)s::integer, %(regie)s::nmc.regie, %(pepper_versie)s::smallint,
-    %(kek_id)s::text, %(batch_id)s::uuid, %(ids)b::uuid[], %(berichttypen)b::text[],
-    %(dvref_hmacs)b::bytea[], %(payload_hashes)b::bytea[], %(ontvangers)b::bytea[],
-    %(gegevens)b::bytea[], %(sleutels)b::bytea[], %(geldig_tot)b::timestamptz[],
-    %(trace_ids)b::text[], %(diensten)b::text[], %(vorige_hmacs)b::bytea[]
+    %(payload_pepper_versie)s::smallint, %(kek_id)s::text, %(batch_id)s::uuid,
+    %(ids)b::uuid[], %(berichttypen)b::text[], %(dvref_hmacs)b::bytea[],
+    %(payload_hmacs)b::bytea[], %(ontvangers)b::bytea[], %(gegevens)b::bytea[],
+    %(sleutels)b::bytea[], %(geldig_tot)b::timestamptz[], %(trace_ids)b::text[],
+    %(diensten)b::text[], %(vorige_hmacs)b::bytea[], %(vorige_payload_hmacs)b::bytea[],
+    %(sha256_hashes)b::bytea[]
 ) AS r
 ORDER BY r.item
 

@@ -125,11 +125,16 @@ def test_search_over_pepper_versions_with_pagination(api_env, dvs, monkeypatch):
     ids = []
     for current in ("1", "2", "3"):
         only_current = {"current": int(current), "versions": {current: versions[current]}}
-        monkeypatch.setenv("NMC_PEPPERS", json.dumps({"dvref": only_current}))
+        monkeypatch.setenv(
+            "NMC_PEPPERS", json.dumps({"dvref": only_current, "payload": peppers["payload"]})
+        )
         with TestClient(create_app()) as client:
             ids.append(accept(client, dvRef="gedeeld"))
     assert len(set(ids)) == 3
-    monkeypatch.setenv("NMC_PEPPERS", json.dumps({"dvref": {"current": 3, "versions": versions}}))
+    monkeypatch.setenv(
+        "NMC_PEPPERS",
+        json.dumps({"dvref": {"current": 3, "versions": versions}, "payload": peppers["payload"]}),
+    )
     with TestClient(create_app()) as client:
         seen, cursor = [], None
         for _ in range(3):
@@ -161,7 +166,15 @@ def test_replay_after_a_pepper_rotation_answers_the_stored_notification(api_env,
     body = decentraal(dvRef="voor-de-rotatie")
     with TestClient(create_app()) as client:
         first = client.post(DECENTRAAL, json=body, headers=auth()).json()["notificatieId"]
-    monkeypatch.setenv("NMC_PEPPERS", json.dumps({"dvref": {"current": 2, "versions": versions}}))
+    monkeypatch.setenv(
+        "NMC_PEPPERS",
+        json.dumps(
+            {
+                "dvref": {"current": 2, "versions": versions},
+                "payload": api_env.peppers["payload"],
+            }
+        ),
+    )
     with TestClient(create_app()) as client:
         replay = client.post(DECENTRAAL, json=body, headers=auth())
         assert (replay.status_code, replay.json()["notificatieId"]) == (202, first)

@@ -34,7 +34,7 @@ from nmc.api.settings import ApiSettings
 from nmc.api.sse import StreamSlots
 from nmc.api.verstrekking_ldv import VerstrekkingLdv
 from nmc.cloudevents import PLACEHOLDER_OIN
-from nmc.crypto import load_kek_ring, load_peppers
+from nmc.crypto import PURPOSE_PAYLOAD, load_kek_ring, load_peppers
 from nmc.feed_cursor import CursorCodec
 from nmc.webhook_signing import load_signing_ring
 
@@ -63,6 +63,7 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
     settings = ApiSettings.from_env()
     ring = load_kek_ring()
     peppers = load_peppers()
+    peppers.for_purpose(PURPOSE_PAYLOAD)  # the intake's payload HMAC: no start without it
     verifier = BearerVerifier(AuthSettings.from_env())
     try:
         await verifier.prime()

@@ -138,16 +138,17 @@ class DbClock:
 
 @dataclass(frozen=True)
 class IntakeItems:
-    """Notifications, sealed and hashed, ready for nmc.intake_notificatie(s).
+    """Notifications, sealed and HMACed, ready for nmc.intake_notificatie(s)_v2.
 
     One list per column, entry i of every list belonging to notification i: the arrays that
-    nmc.intake_notificaties takes, built once rather than gathered from per-item objects.
+    nmc.intake_notificaties_v2 takes, built once rather than gathered from per-item objects.
     """
 
     ids: list[uuid.UUID]
     berichttypen: list[str]
     dvref_hmacs: list[bytes]
-    payload_hashes: list[bytes]
+    payload_hmacs: list[bytes]  # under payload pepper version `payload_pepper_versie`
+    payload_pepper_versie: int
     ontvangers: list[bytes]
     gegevens: list[bytes]
     sleutels: list[bytes]
@@ -157,6 +158,11 @@ class IntakeItems:
     # While peppers rotate: each item's dvRef HMAC under every earlier live pepper version,
     # item by item (k per item); None when only one version is live.
     vorige_hmacs: list[bytes] | None = None
+    # The same for the payload HMAC under the earlier live payload pepper versions.
+    vorige_payload_hmacs: list[bytes] | None = None
+    # The unkeyed SHA-256 of each request: only when the database asked for them (NMP01),
+    # to judge a replay of a row stored before the payload pepper.
+    sha256_hashes: list[bytes] | None = None
 
 
 async def intake_one(
@@ -180,7 +186,8 @@ async def intake_one(
             "regie": regie,
             "dvref_hmac": items.dvref_hmacs[0],
             "pepper_versie": pepper_versie,
-            "payload_hash": items.payload_hashes[0],
+            "payload_hmac": items.payload_hmacs[0],
+            "payload_pepper_versie": items.payload_pepper_versie,
             "ontvanger": items.ontvangers[0],
             "gegevens": items.gegevens[0],
             "sleutel": items.sleutels[0],
@@ -190,6 +197,8 @@ async def intake_one(
             "trace_id": items.trace_ids[0],
             "dienst": items.diensten[0],
             "vorige_hmacs": items.vorige_hmacs,
+            "vorige_payload_hmacs": items.vorige_payload_hmacs,
+            "sha256_hash": items.sha256_hashes[0] if items.sha256_hashes else None,
         },
     )
     assert row is not None  # noqa: S101 - the intake returns one row or raises
@@ -211,12 +220,13 @@ async def intake_many(
         "dv_id": dv_id,
         "regie": regie,
         "pepper_versie": pepper_versie,
+        "payload_pepper_versie": items.payload_pepper_versie,
         "kek_id": kek_id,
         "batch_id": batch_id,
         "ids": items.ids,
         "berichttypen": items.berichttypen,
         "dvref_hmacs": items.dvref_hmacs,
-        "payload_hashes": items.payload_hashes,
+        "payload_hmacs": items.payload_hmacs,
         "ontvangers": items.ontvangers,
         "gegevens": items.gegevens,
         "sleutels": items.sleutels,
@@ -224,6 +234,8 @@ async def intake_many(
         "trace_ids": items.trace_ids,
         "diensten": items.diensten,
         "vorige_hmacs": items.vorige_hmacs,
+        "vorige_payload_hmacs": items.vorige_payload_hmacs,
+        "sha256_hashes": items.sha256_hashes,
     }
     async with pool.connection() as conn, conn.cursor() as cursor:
         # Load the ids as text: a thousand uuid.UUID objects, each turned straight back into

@@ -473,6 +473,26 @@ def _components() -> dict[str, Any]:
                 ),
                 "headers": {"Retry-After": _ref("headers", "RetryAfter")},
             },
+            "NietBeschikbaar": {
+                "description": (
+                    "Tijdelijk niet beschikbaar: de database antwoordt nu niet (bij de feed ook: "
+                    "de verwerkingslog, of te veel open stromen). Probeer het na Retry-After "
+                    "opnieuw; een aanname mag herhaald worden, zij is idempotent."
+                ),
+                "headers": {"Retry-After": _ref("headers", "RetryAfter")},
+                "content": {
+                    _PROBLEM: {
+                        "schema": _schema("Problem"),
+                        "example": {
+                            "type": "about:blank",
+                            "title": "Service Unavailable",
+                            "status": 503,
+                            "detail": "Het NMC is tijdelijk niet bereikbaar; probeer het later "
+                            "opnieuw.",
+                        },
+                    }
+                },
+            },
             "InterneFout": _problem_response(
                 "Interne fout.",
                 _problem_example(
@@ -506,6 +526,7 @@ def _errors(*codes: str) -> dict[str, Any]:
         "415": "NietOndersteundMediatype",
         "429": "TeVeelVerzoeken",
         "500": "InterneFout",
+        "503": "NietBeschikbaar",
     }
     return {code: _ref("responses", names[code]) for code in codes}
 
@@ -559,7 +580,7 @@ def _intake_operation(regie: str, batch: bool) -> dict[str, Any]:
                     "Deze dvRef is al gebruikt voor een notificatie met een andere inhoud.",
                 ),
             ),
-            **_errors("415", "429", "500"),
+            **_errors("415", "429", "500", "503"),
         },
     }
 
@@ -607,7 +628,7 @@ def _paths() -> dict[str, Any]:
                         "headers": _api_version_headers(),
                         "content": {_JSON: {"schema": _schema("NotificatieLijst")}},
                     },
-                    **_errors("400", "401", "403", "429", "500"),
+                    **_errors("400", "401", "403", "429", "500", "503"),
                 },
             }
         },
@@ -637,7 +658,7 @@ def _paths() -> dict[str, Any]:
                         "description": "Ongewijzigd sinds de meegegeven ETag.",
                         "headers": _api_version_headers(ETag=_ref("headers", "ETag")),
                     },
-                    **_errors("400", "401", "403", "404", "429", "500"),
+                    **_errors("400", "401", "403", "404", "429", "500", "503"),
                 },
             },
             "delete": {
@@ -659,7 +680,7 @@ def _paths() -> dict[str, Any]:
                             notificatieStatus="verzonden",
                         ),
                     ),
-                    **_errors("429", "500"),
+                    **_errors("429", "500", "503"),
                 },
             },
         },

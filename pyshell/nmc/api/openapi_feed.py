@@ -181,23 +181,6 @@ def responses() -> dict[str, Any]:
             ),
             "headers": {"Retry-After": _ref("headers", "RetryAfter")},
         },
-        "NietBeschikbaar": {
-            "description": "Tijdelijk niet beschikbaar (de database, de verwerkingslog, of te "
-            "veel open stromen); probeer het na Retry-After opnieuw.",
-            "headers": {"Retry-After": _ref("headers", "RetryAfter")},
-            "content": {
-                "application/problem+json": {
-                    "schema": _schema("Problem"),
-                    "example": {
-                        "type": "about:blank",
-                        "title": "Service Unavailable",
-                        "status": 503,
-                        "detail": "Het NMC is tijdelijk niet bereikbaar; probeer het later "
-                        "opnieuw.",
-                    },
-                }
-            },
-        },
     }
 
 
@@ -323,8 +306,7 @@ def _wijzigingen() -> dict[str, Any]:
             **_errors("400", "401", "403"),
             "410": _ref("responses", "CursorVervallen"),
             "429": _ref("responses", "TeVeelAanroepen"),
-            **_errors("500"),
-            "503": _ref("responses", "NietBeschikbaar"),
+            **_errors("500", "503"),
         },
     }
 
@@ -363,7 +345,7 @@ def _bevestiging() -> dict[str, Any]:
             },
             **_errors("400", "401", "403"),
             "410": _ref("responses", "CursorVervallen"),
-            **_errors("415", "500"),
+            **_errors("415", "500", "503"),
         },
     }
 
@@ -425,8 +407,7 @@ def _snapshot() -> dict[str, Any]:
             },
             **_errors("400", "401", "403"),
             "429": _ref("responses", "TeVeelAanroepen"),
-            **_errors("500"),
-            "503": _ref("responses", "NietBeschikbaar"),
+            **_errors("500", "503"),
         },
     }
 
@@ -450,7 +431,7 @@ def _hervatten() -> dict[str, Any]:
                     "Deze dienstverlener heeft geen webhook.",
                 ),
             ),
-            **_errors("500"),
+            **_errors("500", "503"),
         },
     }
 

@@ -4,11 +4,12 @@ Each handler authenticates, validates, seals, and makes one SQL call; the lifecy
 (quota, berichttype, geldigTot range, idempotency, cancel) are the SQL functions' answers.
 """
 
+import dataclasses
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from starlette.requests import Request
@@ -40,16 +41,24 @@ from nmc.api.validation import (
 )
 from nmc.crypto import (
     PURPOSE_DVREF,
+    PURPOSE_PAYLOAD,
     berichtgegevens_json,
+    canonical_payload,
     dvref_hmac_many,
     dvref_hmacs_all,
     payload_hash,
+    payload_hmac_many,
     seal_many,
 )
 
 # SQLSTATEs whose DETAIL is the 0-based index of the offending item, and the field it names.
 ITEM_FIELDS = {"NM007": "dvRef", "NM008": "berichtType", "NM014": "geldigTot"}
 DVREF_CONFLICT = "is al gebruikt voor een notificatie met een andere inhoud"
+# The intake asks for the unkeyed payload hashes, to judge a replay of a row stored before
+# the payload pepper (nmc.intake_notificaties_v2): not a refusal, the call is made again.
+SHA256_NODIG = "NMP01"
+
+T = TypeVar("T")
 
 
 def location_of(notificatie_id: uuid.UUID) -> str:
@@ -83,8 +92,8 @@ async def _intake(request: Request, regie: str) -> Response:
     validate = validate_decentraal if regie == "decentraal" else validate_centraal
     canonical = validate(body, now=await services.clock.now())
     items = sealed_items(services, dv.dv_id, [canonical], trace_id_of(request.scope))
-    try:
-        notificatie_id = await db.intake_one(
+    notificatie_id = await call_intake(
+        lambda items: db.intake_one(
             services.pool,
             dv_id=dv.dv_id,
             regie=regie,
@@ -92,9 +101,11 @@ async def _intake(request: Request, regie: str) -> Response:
             kek_id=services.ring.active_id,
             batch_id=canonical["batchId"],
             items=items,
-        )
-    except psycopg.Error as error:
-        raise intake_problem(error, batch=False) from None
+        ),
+        items,
+        [canonical],
+        batch=False,
+    )
     return JSONResponse(
         {"notificatieId": str(notificatie_id)},
         status_code=202,
@@ -108,8 +119,8 @@ async def _intake_batch(request: Request, regie: str) -> Response:
     body = await read_json(request, services.settings.max_batch_body_bytes)
     batch = validate_batch(body, regie, now=await services.clock.now())  # type: ignore[arg-type]
     items = sealed_items(services, dv.dv_id, batch["notificaties"], trace_id_of(request.scope))
-    try:
-        ids = await db.intake_many(
+    ids = await call_intake(
+        lambda items: db.intake_many(
             services.pool,
             dv_id=dv.dv_id,
             regie=regie,
@@ -117,10 +128,36 @@ async def _intake_batch(request: Request, regie: str) -> Response:
             kek_id=services.ring.active_id,
             batch_id=batch["batchId"],
             items=items,
-        )
-    except psycopg.Error as error:
-        raise intake_problem(error, batch=True) from None
+        ),
+        items,
+        batch["notificaties"],
+        batch=True,
+    )
     return batch_accepted(batch["batchId"], ids)
+
+
+async def call_intake(
+    call: Callable[[db.IntakeItems], Awaitable[T]],
+    items: db.IntakeItems,
+    canonicals: list[dict[str, Any]],
+    *,
+    batch: bool,
+) -> T:
+    """`call(items)`; made once more with the unkeyed payload hashes when the database asks
+    for them (NMP01: a replay of a row stored before the payload pepper). Only then are
+    they computed and sent: a new row never stores one."""
+    try:
+        return await call(items)
+    except psycopg.Error as error:
+        if error.sqlstate != SHA256_NODIG:
+            raise intake_problem(error, batch=batch) from None
+    with_sha256 = dataclasses.replace(
+        items, sha256_hashes=[payload_hash(idempotency_form(c)) for c in canonicals]
+    )
+    try:
+        return await call(with_sha256)
+    except psycopg.Error as error:
+        raise intake_problem(error, batch=batch) from None
 
 
 def batch_accepted(batch_id: str | None, ids: list[str]) -> Response:
@@ -138,10 +175,15 @@ def batch_accepted(batch_id: str | None, ids: list[str]) -> Response:
 def sealed_items(
     services: Services, dv_id: int, canonicals: list[dict[str, Any]], trace_id: str
 ) -> db.IntakeItems:
-    """Hash, HMAC and encrypt validated notificaties: nothing readable leaves this function."""
+    """HMAC and encrypt validated notificaties: nothing readable leaves this function."""
     ids = new_notificatie_ids(len(canonicals))
     dvrefs = [c["dvRef"] for c in canonicals]
     gegevens_jsons = [berichtgegevens_json(c["berichtgegevens"]) for c in canonicals]
+    payloads = [
+        canonical_payload(idempotency_form(c), gegevens_json=g)
+        for c, g in zip(canonicals, gegevens_jsons, strict=True)
+    ]
+    payload_versie = services.peppers.for_purpose(PURPOSE_PAYLOAD).current
     sealed = seal_many(
         dv_id,
         [(i, recipient_of(c), g) for i, c, g in zip(ids, canonicals, gegevens_jsons, strict=True)],
@@ -153,10 +195,10 @@ def sealed_items(
         dvref_hmacs=dvref_hmac_many(
             dv_id, dvrefs, services.pepper_versie, pepper_set=services.peppers
         ),
-        payload_hashes=[
-            payload_hash(idempotency_form(c), gegevens_json=g)
-            for c, g in zip(canonicals, gegevens_jsons, strict=True)
-        ],
+        payload_hmacs=payload_hmac_many(
+            dv_id, payloads, payload_versie, pepper_set=services.peppers
+        ),
+        payload_pepper_versie=payload_versie,
         ontvangers=sealed.recipients,
         gegevens=sealed.berichtgegevens,
         sleutels=sealed.wrapped_keys,
@@ -164,6 +206,7 @@ def sealed_items(
         trace_ids=[trace_id] * len(canonicals),
         diensten=[c["dienst"] for c in canonicals],
         vorige_hmacs=earlier_pepper_hmacs(services, dv_id, dvrefs),
+        vorige_payload_hmacs=earlier_payload_hmacs(services, dv_id, payloads),
     )
 
 
@@ -175,6 +218,20 @@ def earlier_pepper_hmacs(services: Services, dv_id: int, dvrefs: list[str]) -> l
     if not earlier:
         return None
     per_version = [dvref_hmac_many(dv_id, dvrefs, v, pepper_set=services.peppers) for v in earlier]
+    return [mac for item in zip(*per_version, strict=True) for mac in item]
+
+
+def earlier_payload_hmacs(
+    services: Services, dv_id: int, payloads: list[bytes]
+) -> list[bytes] | None:
+    """Each request's payload HMAC under every earlier live payload pepper version, item by
+    item; None while only the current version is live (as `earlier_pepper_hmacs`)."""
+    earlier = services.peppers.for_purpose(PURPOSE_PAYLOAD).earlier()
+    if not earlier:
+        return None
+    per_version = [
+        payload_hmac_many(dv_id, payloads, v, pepper_set=services.peppers) for v in earlier
+    ]
     return [mac for item in zip(*per_version, strict=True) for mac in item]
 
 
