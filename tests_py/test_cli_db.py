@@ -3,6 +3,8 @@
 import os
 import shutil
 import socket
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,7 +12,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from nmc import pg_binaries
+from nmc import config, pg_binaries
+from nmc.config import Settings
+from nmc.stack.local import LocalStack
 
 embedded_only = pytest.mark.skipif(
     bool(os.environ.get("NMC_DATABASE_URL")), reason="tests the embedded cluster"
@@ -98,3 +102,84 @@ def test_missing_postgresql_names_the_package(nmc, private_home, monkeypatch):
     result = nmc("db", "start")
     assert result.exit_code == 1
     assert "apt-get install postgresql-15" in result.err
+
+
+@pytest.fixture
+def occupied_port() -> Iterator[int]:
+    """A port something else listens on (as another clone's cluster would on 54329)."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        yield listener.getsockname()[1]
+
+
+@pytest.fixture
+def fresh_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """NMC_HOME for a throwaway cluster, with no port configured."""
+    home = Path(tempfile.mkdtemp(prefix="nmc_home_", dir="/tmp"))
+    home.chmod(0o755)
+    monkeypatch.delenv("NMC_DATABASE_URL", raising=False)
+    monkeypatch.delenv("NMC_DB_PORT", raising=False)
+    monkeypatch.setenv("NMC_HOME", str(home))
+    yield home
+    shutil.rmtree(home, ignore_errors=True)
+
+
+@embedded_only
+def test_a_taken_default_port_gives_way_to_a_free_one_that_is_remembered(
+    nmc, fresh_home, occupied_port, monkeypatch
+):
+    """A second checkout (or any server) on the default port: the embedded cluster takes a
+    free port, says so in one line, and every later command finds it under $NMC_HOME."""
+    monkeypatch.setattr(config, "DEFAULT_DB_PORT", occupied_port)
+    try:
+        started = nmc("db", "start")
+        assert started.exit_code == 0, started.err
+        port = int((fresh_home / "port").read_text())
+        assert port != occupied_port
+        notes = [line for line in (started.out + started.err).splitlines() if "taken" in line]
+        assert len(notes) == 1, started
+        assert f"port {occupied_port} is taken" in notes[0] and str(port) in notes[0]
+        assert f"127.0.0.1:{port}" in started.out
+
+        url = nmc("db", "url").out.strip()
+        assert url == f"postgresql://postgres@127.0.0.1:{port}/nmc"
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SELECT current_setting('port')").fetchone() == (str(port),)
+        # A new process (another shell, the demo, the tests) reads the same port.
+        other = subprocess.run(
+            [sys.executable, "-m", "nmc", "db", "url", "--role", "api"],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "NMC_HOME": str(fresh_home)},
+        )
+        assert other.stdout.strip() == f"postgresql://nmc_api@127.0.0.1:{port}/nmc"
+        # The demo's and the soak's stack: its URLs name the cluster's port, not the default.
+        stack = LocalStack(Settings.from_env())
+        assert stack.admin_url == f"postgresql://postgres@127.0.0.1:{port}/nmc_demo"
+        assert f"127.0.0.1:{port}/" in stack.role_url("worker")
+
+        again = nmc("db", "start")
+        assert "already running" in again.out and "taken" not in again.out + again.err
+    finally:
+        nmc("db", "stop")
+    # Stopped and started again: the remembered port is free, so it stays.
+    try:
+        restarted = nmc("db", "start")
+        assert restarted.exit_code == 0, restarted.err
+        assert "taken" not in restarted.out + restarted.err
+        assert int((fresh_home / "port").read_text()) == port
+    finally:
+        nmc("db", "stop")
+
+
+@embedded_only
+def test_an_explicitly_configured_port_that_is_taken_is_not_replaced(
+    nmc, fresh_home, occupied_port, monkeypatch
+):
+    monkeypatch.setenv("NMC_DB_PORT", str(occupied_port))
+    result = nmc("db", "start")
+    assert result.exit_code == 1
+    assert f"port {occupied_port} (NMC_DB_PORT) is taken" in result.err
+    assert not (fresh_home / "port").exists()

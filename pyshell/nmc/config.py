@@ -1,7 +1,9 @@
 """Settings from the environment, all under the prefix NMC_.
 
 NMC_DATABASE_URL  an external PostgreSQL server; when set, the embedded cluster is not used
-NMC_DB_PORT       port of the embedded cluster (default 54329)
+NMC_DB_PORT       port of the embedded cluster (default: the one it remembers in
+                  $NMC_HOME/port, else 54329; when 54329 is taken by another server at the
+                  first start, `nmc db start` picks a free port and remembers it there)
 NMC_HOME          working directory of the embedded cluster (default <project root>/.nmc)
 NMC_TEST_CLOCK    "1" allows moving the database clock forward (tests and demos only)
 NMC_ROOT          the project root: the directory holding sql/bootstrap.sql
@@ -15,13 +17,14 @@ from pathlib import Path
 from nmc.errors import NmcError
 
 DEFAULT_DB_PORT = 54329
+PORT_FILE = "port"  # under $NMC_HOME: the embedded cluster's port when it is not the default
 _PACKAGE_ROOT = Path(__file__).resolve().parent.parent.parent  # pyshell/nmc/../..
 
 
 @dataclass(frozen=True)
 class Settings:
     database_url: str | None
-    db_port: int
+    db_port: int | None  # NMC_DB_PORT; None: not configured (see embedded_port)
     home: Path
     root: Path
     test_clock: bool
@@ -30,16 +33,34 @@ class Settings:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
         env = os.environ if environ is None else environ
         root = Path(env.get("NMC_ROOT") or _PACKAGE_ROOT).resolve()
-        port_text = env.get("NMC_DB_PORT") or str(DEFAULT_DB_PORT)
-        if not port_text.isdigit():
+        port_text = env.get("NMC_DB_PORT") or ""
+        if port_text and not port_text.isdigit():
             raise NmcError(f"NMC_DB_PORT must be a port number, not {port_text!r}")
         return cls(
             database_url=env.get("NMC_DATABASE_URL") or None,
-            db_port=int(port_text),
+            db_port=int(port_text) if port_text else None,
             home=Path(env.get("NMC_HOME") or root / ".nmc").resolve(),
             root=root,
             test_clock=env.get("NMC_TEST_CLOCK") == "1",
         )
+
+    @property
+    def port_file(self) -> Path:
+        return self.home / PORT_FILE
+
+    def remembered_port(self) -> int | None:
+        """The port the embedded cluster under $NMC_HOME took instead of the default."""
+        try:
+            text = self.port_file.read_text().strip()
+        except OSError:
+            return None
+        return int(text) if text.isdigit() else None
+
+    def embedded_port(self) -> int:
+        """The embedded cluster's port: NMC_DB_PORT, else the remembered one, else 54329."""
+        if self.db_port is not None:
+            return self.db_port
+        return self.remembered_port() or DEFAULT_DB_PORT
 
 
 def check_root(root: Path) -> Path:

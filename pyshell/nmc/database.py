@@ -37,7 +37,7 @@ def connection_url(settings: Settings, role: Role = "admin", database: str | Non
     if settings.database_url:
         return with_overrides(settings.database_url, user=user, database=database)
     return (
-        f"postgresql://{user or EMBEDDED_SUPERUSER}@{LOOPBACK}:{settings.db_port}/"
+        f"postgresql://{user or EMBEDDED_SUPERUSER}@{LOOPBACK}:{settings.embedded_port()}/"
         f"{quote(database or EMBEDDED_DATABASE)}"
     )
 

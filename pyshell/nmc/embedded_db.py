@@ -6,11 +6,18 @@ connection (pg_hba `trust`), so any local user may connect as any role, the supe
 
 PostgreSQL refuses to run as root, so when we are root the cluster belongs to the
 `postgres` OS user and initdb/pg_ctl run through `runuser -u postgres --`.
+
+Its port: NMC_DB_PORT when set (used as it is), else the default 54329. When that is taken
+at a start (another checkout's cluster, any server), the cluster takes a free port instead,
+says so in one line, and remembers it in $NMC_HOME/port, where every later command (`nmc db
+url`, the demo, the tests) finds it; it keeps that port while it is free.
 """
 
 import os
 import pwd
+import socket
 import subprocess
+import sys
 from enum import Enum
 from pathlib import Path
 
@@ -43,7 +50,7 @@ class EmbeddedCluster:
         self.log_file = self.run_dir / "postgres.log"
 
     def describe(self) -> str:
-        return f"{LOOPBACK}:{self.settings.db_port}, data in {self.data_dir}"
+        return f"{LOOPBACK}:{self.settings.embedded_port()}, data in {self.data_dir}"
 
     def status(self) -> Status:
         if not (self.data_dir / "PG_VERSION").is_file():
@@ -59,18 +66,47 @@ class EmbeddedCluster:
         if status is Status.RUNNING:
             message = f"embedded PostgreSQL already running ({self.describe()})"
         else:
-            self._write_settings()
+            self._start_on_a_free_port()
+            message = f"embedded PostgreSQL started ({self.describe()})"
+        self._create_database()
+        return message
+
+    def _start_on_a_free_port(self) -> None:
+        """pg_ctl start on the configured port; when the port is not configured and taken,
+        on a free one (once more if another process took the one found meanwhile)."""
+        for attempt in range(2):
+            port = self._choose_port()
+            self._write_settings(port)
             result = self._run_pg_ctl(
                 "start", "--wait", "--timeout=60", f"--log={self.log_file}", check=False
             )
-            if result.returncode != 0:
+            if result.returncode == 0:
+                return
+            taken = "could not bind" in self._log_tail() and not _port_is_free(port)
+            if not (taken and self.settings.db_port is None and attempt == 0):
                 raise NmcError(
                     f"embedded PostgreSQL did not start:\n{result.stdout}{result.stderr}"
                     f"last lines of {self.log_file}:\n{self._log_tail()}"
                 )
-            message = f"embedded PostgreSQL started ({self.describe()})"
-        self._create_database()
-        return message
+
+    def _choose_port(self) -> int:
+        port = self.settings.embedded_port()
+        if _port_is_free(port):
+            return port
+        if self.settings.db_port is not None:
+            raise NmcError(
+                f"port {port} (NMC_DB_PORT) is taken by another server: stop it, or set "
+                "NMC_DB_PORT to a free port (unset, a taken port is replaced by a free one)"
+            )
+        free = _free_port()
+        self.settings.port_file.write_text(f"{free}\n")
+        print(
+            f"nmc: port {port} is taken by another server; the embedded PostgreSQL of "
+            f"{self.settings.home} uses port {free} (remembered in {self.settings.port_file})",
+            file=sys.stderr,
+            flush=True,
+        )
+        return free
 
     def stop(self) -> str:
         if self.status() is not Status.RUNNING:
@@ -96,13 +132,13 @@ class EmbeddedCluster:
         with (self.data_dir / "postgresql.conf").open("a") as conf:
             conf.write("\n# Written by `nmc db start` on every start.\ninclude = 'nmc.conf'\n")
 
-    def _write_settings(self) -> None:
+    def _write_settings(self, port: int) -> None:
         """Rewrite nmc.conf so the port and socket follow the current NMC_ settings."""
         socket_dir = str(self.run_dir).replace("'", "''")
         settings_file = self.data_dir / "nmc.conf"
         settings_file.write_text(
             f"listen_addresses = '{LOOPBACK}'\n"
-            f"port = {self.settings.db_port}\n"
+            f"port = {port}\n"
             f"unix_socket_directories = '{socket_dir}'\n"
             # PostgreSQL's 128 MB default holds too little of a busy intake's indexes: the
             # batch intake lost a third of its rate once the tables passed it (benchmarks).
@@ -156,6 +192,24 @@ class EmbeddedCluster:
             return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
         except OSError as error:
             return f"(cannot read the log: {error})"
+
+
+def _port_is_free(port: int) -> bool:
+    """Whether PostgreSQL could listen on loopback:`port` (it sets SO_REUSEADDR too, so a
+    socket in TIME_WAIT does not count as taken; a listener, also on 0.0.0.0 or ::, does)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((LOOPBACK, port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((LOOPBACK, 0))
+        return probe.getsockname()[1]
 
 
 def _is_root() -> bool:

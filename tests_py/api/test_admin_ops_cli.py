@@ -163,5 +163,9 @@ def test_keys_init_writes_a_signing_ring_and_a_cursor_pepper(nmc, tmp_path):
     assert nmc("admin", "keys", "init", "--dir", str(secrets_dir)).exit_code == 0
     ring = json.loads((secrets_dir / "webhook-signing.json").read_text())
     assert ring["active"] == "dev-webhook-1" and "PRIVATE KEY" in ring["keys"]["dev-webhook-1"]
-    assert set(json.loads((secrets_dir / "peppers.json").read_text())) == {"dvref", "cursor"}
+    assert set(json.loads((secrets_dir / "peppers.json").read_text())) == {
+        "dvref",
+        "payload",
+        "cursor",
+    }
     assert "NMC_WEBHOOK_SIGNING_KEYS_FILE=" in (secrets_dir / "dev.env").read_text()

@@ -78,7 +78,6 @@ class LocalStack:
         self.notifynl_url = f"http://{LOOPBACK}:{self.ports['notifynl']}"
         self.profielservice_url = f"http://{LOOPBACK}:{self.ports['profielservice']}"
         self.ldv_url = f"http://{LOOPBACK}:{self.ports['ldv']}"
-        self.admin_url = connection_url(settings, "admin", database)
         self.notifynl_api_key = f"nmc-lokaal-{uuid.uuid4()}-{uuid.uuid4()}"
         self.secrets: dict[str, str] = {}
         self.children: dict[str, Child] = {}
@@ -88,6 +87,12 @@ class LocalStack:
     @property
     def log_dir(self) -> Path:
         return self.state_dir / "logs"
+
+    @property
+    def admin_url(self) -> str:
+        """Read when used: the embedded cluster may take another port at its start, when the
+        default is taken (nmc.embedded_db)."""
+        return connection_url(self.settings, "admin", self.database)
 
     @property
     def admin_settings(self) -> Settings:
@@ -236,7 +241,7 @@ class LocalStack:
             **self.secrets,  # KEK, peppers, IAM key + JWKS, callback token, signing ring
             "PYTHONUNBUFFERED": "1",
             "NMC_HOME": str(self.settings.home),
-            "NMC_DB_PORT": str(self.settings.db_port),
+            "NMC_DB_PORT": str(self.settings.embedded_port()),
             "NMC_TEST_CLOCK": "1",
             "NMC_OIN": NMC_OIN,
             "NMC_API_DATABASE_URL": self.role_url("api"),
