@@ -66,6 +66,7 @@ GRANT EXECUTE ON FUNCTION nmc.run_controle(bigint, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.ensure_controle() TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.claim_ongeldig_melden(text, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.count_malformed_receipt() TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.count_refused_callback(integer) TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.maintain_event_partities(bigint, xid8) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.drop_event_partities(xid8) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.process_wissen(integer) TO nmc_worker;
@@ -77,4 +78,7 @@ GRANT EXECUTE ON FUNCTION nmc.ensure_terugkoppelen() TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.claim_terugkoppelen(text, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.finish_terugkoppelen(bigint, integer, text, xid8, bigint)
 TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.finish_terugkoppelen_v2(
+    bigint, integer, text, xid8, bigint, integer
+) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.resume_webhook(integer) TO nmc_api;

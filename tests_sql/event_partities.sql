@@ -1,6 +1,6 @@
 -- Partition maintenance: the next range at 80%, never into a filled default; the drop rule.
 BEGIN;
-SELECT plan(12);
+SELECT plan(14);
 \ir fixtures/setup.sql
 
 SELECT xid_tot::text::bigint AS eind FROM nmc.event_partitie \gset
@@ -33,6 +33,12 @@ SELECT ok(
     'the new partition states what it holds'
 );
 
+SELECT is_empty(
+    $$SELECT t.relid::regclass FROM pg_catalog.pg_partition_tree('nmc.event') AS t
+      WHERE t.isleaf AND pg_catalog.obj_description(t.relid, 'pg_class') IS NULL$$,
+    'every partition of the event log states what it holds, the first range included'
+);
+
 -- Xids ran past every range: events sit in the default partition.
 INSERT INTO nmc.event (notificatie_id, dv_id, sequence, van, naar, tijdstip, xid)
 VALUES (gen_random_uuid(), 1001, 1, NULL, 'aangenomen', nmc.now(), (:eind + 1500)::text::xid8);
@@ -53,6 +59,10 @@ SELECT is(
     nmc.drop_event_partities((:eind + 2500)::text::xid8), '{}'::text[],
     'a range with an event younger than the retention stays'
 );
+-- DV 1001 has a webhook whose delivery position points into the first range.
+UPDATE nmc.dienstverlener SET webhook_url = 'https://dv.example/hook' WHERE dv_id = 1001;
+SELECT nmc.ensure_terugkoppelen();
+UPDATE nmc.webhookpositie SET xid = '25', event_id = 0;
 SELECT nmc.advance_clock('366 days');
 INSERT INTO nmc.bevestiging (dv_id, epoch, xid, event_id, bevestigd_op)
 VALUES (1001, 1, '25', 0, nmc.now() - interval '1 day');
@@ -61,10 +71,31 @@ SELECT is(
     'a range a live acknowledgement points into stays'
 );
 UPDATE nmc.bevestiging SET bevestigd_op = nmc.now() - interval '31 days';
+CREATE FUNCTION pg_temp.webhook(p_uitkomst text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE v record;
+BEGIN
+    UPDATE nmc.taak SET due = nmc.now() WHERE soort = 'terugkoppelen' AND staat = 'open';
+    SELECT * INTO v FROM nmc.claim_terugkoppelen('w', 5);
+    RETURN nmc.finish_terugkoppelen(
+        v.taak_id, v.claim_epoch, p_uitkomst,
+        CASE WHEN p_uitkomst = 'geleverd' THEN '25'::xid8 END,
+        CASE WHEN p_uitkomst = 'geleverd' THEN 0::bigint END
+    );
+END $$;
+SELECT pg_temp.webhook('geleverd');
+SELECT is(
+    nmc.drop_event_partities((:eind + 2500)::text::xid8), '{}'::text[],
+    'a range a webhook position delivered to within the max cursor age points into stays'
+);
+-- The webhook then fails for longer than the max cursor age (30 days): every failure
+-- touches the position, but its age is that of its last delivery.
+SELECT nmc.advance_clock('31 days');
+SELECT pg_temp.webhook('mislukt');
 SELECT is(
     nmc.drop_event_partities((:eind + 2500)::text::xid8),
     ARRAY['event_x000000000000', 'event_x' || lpad(:eind::text, 12, '0')],
-    'past the retention and with only an expired cursor pointing in, the old ranges go'
+    'past the retention, with only an expired acknowledgement and a webhook that has failed '
+    'since its last delivery longer ago than the max cursor age pointing in, the old ranges go'
 );
 SELECT ok(
     (SELECT verwijderd_op IS NOT NULL FROM nmc.event_partitie WHERE naam = 'event_x000000000000')

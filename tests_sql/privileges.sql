@@ -34,6 +34,7 @@ SELECT set_eq(
         ('nmc.store_receipt(text,uuid,text,timestamp with time zone,timestamp with time zone)'),
         ('nmc.store_receipts(text[],uuid[],text[],timestamp with time zone[],timestamp with time zone[])'),
         ('nmc.count_malformed_receipt()'),
+        ('nmc.count_refused_callback(integer)'),
         ('nmc.page_events(integer,integer,xid8,bigint,timestamp with time zone,integer)'),
         ('nmc.acknowledge_cursor(integer,integer,xid8,bigint,timestamp with time zone)'),
         ('nmc.snapshot_notificaties(integer,uuid,integer)'),
@@ -71,7 +72,8 @@ SELECT set_eq(
         ('nmc.store_rewrap(uuid[],text[],bytea[],text)'),
         ('nmc.ensure_terugkoppelen()'),
         ('nmc.claim_terugkoppelen(text,integer)'),
-        ('nmc.finish_terugkoppelen(bigint,integer,text,xid8,bigint)')$$,
+        ('nmc.finish_terugkoppelen(bigint,integer,text,xid8,bigint)'),
+        ('nmc.finish_terugkoppelen_v2(bigint,integer,text,xid8,bigint,integer)')$$,
     'nmc_worker may execute exactly the worker functions'
 );
 SELECT is_empty(
@@ -110,7 +112,9 @@ SELECT set_eq(
              ('maintain_event_partities'), ('drop_event_partities'), ('raise_epoch'),
              ('process_wissen'), ('kek_status'), ('list_rewrap'), ('store_rewrap'),
              ('delete_expired'), ('metrics'), ('ensure_terugkoppelen'),
-             ('claim_terugkoppelen'), ('finish_terugkoppelen'), ('resume_webhook')$$,
+             ('claim_terugkoppelen'), ('finish_terugkoppelen'), ('resume_webhook'),
+             ('count_refused_callback'), ('report_onbevestigd_v2'),
+             ('finish_terugkoppelen_v2')$$,
     'exactly the API functions run as SECURITY DEFINER'
 );
 SELECT ok(

@@ -1,6 +1,6 @@
 -- The webhook task: its own position, batches, 2xx is not an ack, backoff, pause, 410, resume.
 BEGIN;
-SELECT plan(21);
+SELECT plan(27);
 \ir fixtures/setup.sql
 
 UPDATE nmc.dienstverlener SET
@@ -115,6 +115,47 @@ SELECT results_eq(
     'SELECT webhook_url FROM nmc.claim_terugkoppelen(''w'', 5)',
     $$VALUES (NULL::text)$$,
     'an inactive DV''s task is claimed without its URL'
+);
+
+-- An epoch raise (after a restore or a broken xid series) moves every webhook position to
+-- the new epoch in the same transaction, back to the oldest available event: where a feed
+-- consumer of the old epoch restarts after its 410 (ADR 0024), so nothing is skipped.
+UPDATE nmc.dienstverlener SET actief = TRUE WHERE dv_id = 1001;
+UPDATE nmc.taak SET staat = 'open', due = nmc.now(), lease_eigenaar = NULL, lease_tot = NULL
+WHERE soort = 'terugkoppelen' AND staat IN ('open', 'claimed');
+CREATE TEMP TABLE c3 AS SELECT * FROM nmc.claim_terugkoppelen('w', 5);
+SELECT is(nmc.raise_epoch(), 2, 'the epoch is raised');
+SELECT results_eq(
+    'SELECT epoch, xid::text, event_id FROM nmc.webhookpositie WHERE dv_id = 1001',
+    $$VALUES (2, '0', 0::bigint)$$,
+    'in the same transaction the delivery position moves to the new epoch, at the oldest event'
+);
+SELECT is(
+    nmc.finish_terugkoppelen_v2(
+        (SELECT taak_id FROM c3), (SELECT claim_epoch FROM c3), 'geleverd',
+        ((SELECT pagina FROM c3) ->> 'xid')::xid8, ((SELECT pagina FROM c3) ->> 'eventId')::bigint,
+        (SELECT epoch FROM c3)
+    ),
+    'geleverd', 'a call claimed before the raise still finishes'
+);
+SELECT results_eq(
+    'SELECT epoch, xid::text, event_id FROM nmc.webhookpositie WHERE dv_id = 1001',
+    $$VALUES (2, '0', 0::bigint)$$,
+    'but its position of the old epoch does not overwrite the new one'
+);
+CREATE TEMP TABLE c4 AS SELECT * FROM nmc.claim_terugkoppelen('w', 5);
+SELECT results_eq(
+    $$SELECT epoch, (pagina ->> 'epoch')::integer, pagina -> 'events' -> 0 ->> 'xid' FROM c4$$,
+    $$VALUES (2, 2, '11')$$,
+    'the next call carries the new epoch and starts at the DV''s oldest event'
+);
+SELECT is(
+    nmc.acknowledge_cursor(
+        1001, ((SELECT pagina FROM c4) ->> 'epoch')::integer,
+        ((SELECT pagina FROM c4) ->> 'xid')::xid8, ((SELECT pagina FROM c4) ->> 'eventId')::bigint,
+        ((SELECT pagina FROM c4) ->> 'uitgegevenOp')::timestamptz
+    ),
+    'bevestigd', 'a DV that acknowledges with the cursor of that call is not refused (no 410)'
 );
 
 SELECT * FROM finish();

@@ -33,6 +33,66 @@ COMMENT ON FUNCTION nmc.acknowledge_cursor(integer, integer, xid8, bigint, times
 'Stores the DV''s processed feed position. Moves only forward: an older or equal cursor '
 'is a no-op answered ongewijzigd (else bevestigd). An expired cursor is NM018 (410).';
 
+-- The count reads the oldest terminal events past the acknowledgement, at most
+-- onbevestigd_telgrens per DV, from the partial index event_terminaal alone: a scrape costs
+-- the same for a DV that never acknowledged a log of millions. Events are read in feed
+-- order (xid, event_id), which is the order of their time up to the length of a
+-- transaction, so the first ones read are the oldest; when every one read is overdue the
+-- count is a lower bound ("at least"). The status list is event_terminaal's predicate.
+CREATE OR REPLACE FUNCTION nmc.report_onbevestigd_v2()
+RETURNS TABLE (
+    dv_id integer, naam text, beheerkanaal text, aantal bigint, oudste timestamptz,
+    afgekapt boolean
+)
+LANGUAGE sql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT
+        d.dv_id, d.naam, d.beheerkanaal, x.aantal, x.oudste,
+        x.aantal >= i.onbevestigd_telgrens
+    FROM nmc.instellingen AS i
+    CROSS JOIN nmc.dienstverlener AS d
+    LEFT JOIN nmc.bevestiging AS b
+        ON b.dv_id = d.dv_id AND b.epoch = (SELECT c.epoch FROM nmc.cluster_epoch AS c)
+    CROSS JOIN LATERAL (
+        SELECT
+            pg_catalog.count(*) FILTER (
+                WHERE t.tijdstip < nmc.now() - d.bevestigingstermijn
+            ) AS aantal,
+            pg_catalog.min(t.tijdstip) FILTER (
+                WHERE t.tijdstip < nmc.now() - d.bevestigingstermijn
+            ) AS oudste
+        FROM (
+            SELECT e.tijdstip
+            FROM nmc.event AS e
+            WHERE e.dv_id = d.dv_id
+                AND e.naar IN (
+                    'definitief-bezorgd', 'niet-bezorgbaar', 'technisch-mislukt',
+                    'bezorgstatus-onbekend', 'verlopen', 'geannuleerd'
+                )
+                AND e.xid >= coalesce(b.xid, '0'::xid8)
+                AND (e.xid, e.event_id) > (coalesce(b.xid, '0'::xid8), coalesce(b.event_id, 0))
+            -- dv_id in the order (it is one DV here) leaves the planner only the DV's own
+            -- indexes: the primary key (xid, event_id) with a filter would read the whole
+            -- log past the acknowledgement for a DV with few events.
+            ORDER BY e.dv_id, e.xid, e.event_id
+            LIMIT i.onbevestigd_telgrens
+        ) AS t
+    ) AS x
+    WHERE x.aantal > 0
+    ORDER BY d.dv_id
+$$;
+COMMENT ON FUNCTION nmc.report_onbevestigd_v2() IS
+'Per DV the terminal-status events beyond its acknowledged cursor that are older than its '
+'ack term (bevestigingstermijn): the count and the oldest, for the metric and the report '
+'on the DV''s beheer channel. Reads at most settings.onbevestigd_telgrens terminal events '
+'per DV (oldest first, from an index), so its cost does not grow with the log; afgekapt: '
+'every one read was overdue, the count means "at least".';
+
+-- The previous release's form (without afgekapt), for its processes during a rolling
+-- deploy; bounded the same way.
 CREATE OR REPLACE FUNCTION nmc.report_onbevestigd()
 RETURNS TABLE (dv_id integer, naam text, beheerkanaal text, aantal bigint, oudste timestamptz)
 LANGUAGE sql
@@ -40,19 +100,9 @@ STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT d.dv_id, d.naam, d.beheerkanaal, pg_catalog.count(*), pg_catalog.min(e.tijdstip)
-    FROM nmc.dienstverlener AS d
-    LEFT JOIN nmc.bevestiging AS b
-        ON b.dv_id = d.dv_id AND b.epoch = (SELECT c.epoch FROM nmc.cluster_epoch AS c)
-    INNER JOIN nmc.event AS e
-        ON e.dv_id = d.dv_id
-        AND (b.dv_id IS NULL OR (e.xid, e.event_id) > (b.xid, b.event_id))
-    WHERE nmc.is_terminal(e.naar)
-        AND e.tijdstip < nmc.now() - d.bevestigingstermijn
-    GROUP BY d.dv_id, d.naam, d.beheerkanaal
-    ORDER BY d.dv_id
+    SELECT r.dv_id, r.naam, r.beheerkanaal, r.aantal, r.oudste
+    FROM nmc.report_onbevestigd_v2() AS r
 $$;
 COMMENT ON FUNCTION nmc.report_onbevestigd() IS
-'Per DV the terminal-status events beyond its acknowledged cursor that are older than its '
-'ack term (bevestigingstermijn): the count and the oldest, for the metric and the report '
-'on the DV''s beheer channel.';
+'nmc.report_onbevestigd_v2 without its afgekapt column (the previous release''s form; drop '
+'it in the next).';

@@ -23,9 +23,13 @@ AS $$
     FROM nmc.notificatie AS n
     GROUP BY n.status
     UNION ALL
-    SELECT 'nmc_onbevestigd_terminaal', pg_catalog.jsonb_build_object('dv', r.dv_id),
-        r.aantal::double precision
-    FROM nmc.report_onbevestigd() AS r
+    SELECT o.naam, pg_catalog.jsonb_build_object('dv', r.dv_id), o.waarde
+    FROM nmc.report_onbevestigd_v2() AS r
+    CROSS JOIN LATERAL (
+        VALUES
+        ('nmc_onbevestigd_terminaal', r.aantal::double precision),
+        ('nmc_onbevestigd_terminaal_afgekapt', (r.afgekapt::integer)::double precision)
+    ) AS o (naam, waarde)
     UNION ALL
     SELECT 'nmc_teller_totaal', pg_catalog.jsonb_build_object('naam', t.naam),
         t.aantal::double precision
@@ -51,7 +55,9 @@ $$;
 COMMENT ON FUNCTION nmc.metrics() IS
 'Every database-held metric as (name, labels, value): tasks per kind and state, seconds '
 'the oldest due task of each kind waits, notifications per status (bezorgstatus-onbekend '
-'included), unacknowledged overdue terminal statuses per DV, counters (rejected and '
+'included), unacknowledged overdue terminal statuses per DV (at most '
+'settings.onbevestigd_telgrens read per DV; nmc_onbevestigd_terminaal_afgekapt 1: the '
+'count is "at least"), counters (rejected and '
 'malformed receipts, unknown statuses), the share of geen-contactgegevens among finished '
 'centraal notifications per DV, send-budget use in the current window, and feed lag per '
 'DV (seconds since its last acknowledgement; -1 when it never acknowledged).';

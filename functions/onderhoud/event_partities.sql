@@ -17,12 +17,15 @@ BEGIN
         'COMMENT ON TABLE nmc.%I IS %L', v_naam,
         'Events written by transactions with xid in [' || p_van || ', ' || p_tot || ').'
     );
+    -- TRUNCATE of the new range alone is refused like TRUNCATE of the whole log.
+    PERFORM nmc.protect_event_partitie(pg_catalog.format('nmc.%I', v_naam)::regclass);
     INSERT INTO nmc.event_partitie (naam, xid_van, xid_tot) VALUES (v_naam, p_van, p_tot);
     RETURN v_naam;
 END
 $$;
 COMMENT ON FUNCTION nmc.create_event_partitie(xid8, xid8) IS
-'Creates and registers one xid range partition of the event log. Internal.';
+'Creates and registers one xid range partition of the event log, with its COMMENT and its '
+'own TRUNCATE trigger (nmc.protect_event_partitie). Internal.';
 
 CREATE OR REPLACE FUNCTION nmc.maintain_event_partities(
     p_breedte bigint DEFAULT 16777216, p_xid xid8 DEFAULT NULL
@@ -91,6 +94,8 @@ BEGIN
             - (SELECT i.bewijs_bewaartermijn FROM nmc.instellingen AS i);
         -- ... and that no live cursor (acknowledgement or webhook position younger than
         -- its DV's max cursor age) still needs: a cursor below the range's end reads it.
+        -- A webhook position's age is that of its last delivery (geleverd_op), not of its
+        -- last attempt: one that only fails stops holding the log back after the max age.
         EXIT WHEN EXISTS (
             SELECT 1 FROM nmc.bevestiging AS b
             INNER JOIN nmc.dienstverlener AS d ON d.dv_id = b.dv_id
@@ -98,7 +103,7 @@ BEGIN
         ) OR EXISTS (
             SELECT 1 FROM nmc.webhookpositie AS w
             INNER JOIN nmc.dienstverlener AS d ON d.dv_id = w.dv_id
-            WHERE w.xid < v_partitie.xid_tot AND w.bijgewerkt_op > v_nu - d.max_cursorleeftijd
+            WHERE w.xid < v_partitie.xid_tot AND w.geleverd_op > v_nu - d.max_cursorleeftijd
         );
         -- Dropping is the only removal from the append-only log.
         EXECUTE pg_catalog.format('DROP TABLE nmc.%I', v_partitie.naam);
@@ -110,20 +115,40 @@ END
 $$;
 COMMENT ON FUNCTION nmc.drop_event_partities(xid8) IS
 'Drops, oldest first, the event partitions whose youngest event is older than the '
-'delivery-proof retention and into which no acknowledgement or webhook position younger '
-'than its DV''s max cursor age points; stops at the first that must stay. The register '
+'delivery-proof retention and into which no acknowledgement (bevestigd_op) or webhook '
+'position (geleverd_op: its last delivery, not its last attempt) younger than its DV''s '
+'max cursor age points; stops at the first that must stay. The register '
 'keeps the dropped range so older cursors get 410. Returns the dropped names. p_xid (the '
 'current xid) is given only by tests.';
 
 CREATE OR REPLACE FUNCTION nmc.raise_epoch()
 RETURNS integer
-LANGUAGE sql
+LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-    UPDATE nmc.cluster_epoch SET epoch = epoch + 1, verhoogd_op = pg_catalog.now()
-    RETURNING epoch
+DECLARE
+    v_epoch integer;
+BEGIN
+    UPDATE nmc.cluster_epoch AS c SET epoch = c.epoch + 1, verhoogd_op = pg_catalog.now()
+    RETURNING c.epoch INTO v_epoch;
+    -- Every webhook position moves to the new epoch in this transaction, so no webhook call
+    -- after the commit carries a cursor of the old one (which the DV's acknowledgement would
+    -- get 410 for). It restarts where a feed consumer of the old epoch restarts after its
+    -- 410 (ADR 0024): at the oldest available event. The xids of the old epoch say nothing
+    -- in the new series (a restore reuses them, a broken series jumps), so any later start
+    -- could skip events the DV never had; the DV drops what it has by sequence. The restart
+    -- counts as a delivery for the position's age: it holds the log for the max cursor age.
+    UPDATE nmc.webhookpositie AS w
+    SET epoch = v_epoch, xid = '0', event_id = 0, bijgewerkt_op = nmc.now(),
+        geleverd_op = nmc.now()
+    WHERE w.epoch <> v_epoch;
+    RETURN v_epoch;
+END
 $$;
 COMMENT ON FUNCTION nmc.raise_epoch() IS
 'Raises the cluster epoch (after a restore or a promotion that broke the xid series): '
-'every older cursor gets 410 and DVs restart from the oldest event or a snapshot. Admin.';
+'every older cursor gets 410 and DVs restart from the oldest event or a snapshot. In the '
+'same transaction every webhook delivery position moves to the new epoch, restarting at '
+'the oldest available event (a batch already out with the old epoch no longer moves it: '
+'nmc.finish_terugkoppelen_v2). Admin.';

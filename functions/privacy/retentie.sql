@@ -12,6 +12,7 @@ DECLARE
     v_notificaties integer;
     v_taken integer;
     v_vensters integer;
+    v_beheeracties integer;
 BEGIN
     -- Attempts (ON DELETE CASCADE) and tasks (trigger notificatie_taken_weg) go with their
     -- notification.
@@ -34,18 +35,34 @@ BEGIN
     );
     GET DIAGNOSTICS v_taken = ROW_COUNT;
 
+    -- The operators' audit trail explains events and notifications: it is kept as long as
+    -- they are (the delivery-proof retention), then goes. Ids grow with time, so the oldest
+    -- actions are the first ones.
+    DELETE FROM nmc.beheeractie AS a
+    WHERE a.id IN (
+        SELECT x.id FROM nmc.beheeractie AS x
+        WHERE x.tijdstip < v_nu - (SELECT i.bewijs_bewaartermijn FROM nmc.instellingen AS i)
+        ORDER BY x.id
+        LIMIT p_batch
+        FOR UPDATE SKIP LOCKED
+    );
+    GET DIAGNOSTICS v_beheeracties = ROW_COUNT;
+
     DELETE FROM nmc.quotumgebruik AS q WHERE q.venster_start < v_nu - INTERVAL '2 days';
     GET DIAGNOSTICS v_vensters = ROW_COUNT;
     DELETE FROM nmc.verzendbudget AS b WHERE b.venster_start < v_nu - INTERVAL '1 day';
     DELETE FROM nmc.feedaanroep AS f WHERE f.venster_start < v_nu - INTERVAL '1 hour';
 
     RETURN pg_catalog.jsonb_build_object(
-        'notificaties', v_notificaties, 'taken', v_taken, 'quotumvensters', v_vensters
+        'notificaties', v_notificaties, 'taken', v_taken, 'quotumvensters', v_vensters,
+        'beheeracties', v_beheeracties
     );
 END
 $$;
 COMMENT ON FUNCTION nmc.delete_expired(integer) IS
 'One small retention batch: notifications terminal for longer than the delivery-proof '
-'retention (with their attempts and tasks), done tasks older than 7 days, and expired '
-'quota, budget and feed-rate windows. Returns the counts; call it until they are 0. '
+'retention (with their attempts and tasks), done tasks older than 7 days, operator '
+'actions (nmc.beheeractie) older than the delivery-proof retention, and expired quota, '
+'budget and feed-rate windows. Returns the counts (notificaties, taken, beheeracties, '
+'quotumvensters); call it until the batched ones are 0. '
 'Event partitions follow their own drop rule (nmc.drop_event_partities).';

@@ -13,14 +13,21 @@ DECLARE
     v_epoch CONSTANT integer := (SELECT c.epoch FROM nmc.cluster_epoch AS c);
     v_gepland integer;
 BEGIN
-    -- A new webhook (or one after an epoch raise) starts at the current watermark: older
-    -- events are in the feed.
-    INSERT INTO nmc.webhookpositie AS w (dv_id, epoch, xid, event_id, bijgewerkt_op)
-    SELECT d.dv_id, v_epoch, pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot()), 0, v_nu
+    -- A new webhook starts at the current watermark: older events are in the feed. A
+    -- position of an older epoch (nmc.raise_epoch moves them all itself; this catches one
+    -- left behind) restarts where a feed consumer of the old epoch restarts after its 410:
+    -- at the oldest available event, so nothing the DV may have missed is skipped.
+    INSERT INTO nmc.webhookpositie AS w (
+        dv_id, epoch, xid, event_id, bijgewerkt_op, geleverd_op
+    )
+    SELECT
+        d.dv_id, v_epoch, pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot()), 0,
+        v_nu, v_nu
     FROM nmc.dienstverlener AS d
     WHERE d.actief AND d.webhook_url IS NOT NULL
     ON CONFLICT (dv_id) DO UPDATE
-    SET epoch = excluded.epoch, xid = excluded.xid, event_id = 0, bijgewerkt_op = v_nu
+    SET epoch = excluded.epoch, xid = '0', event_id = 0, bijgewerkt_op = v_nu,
+        geleverd_op = v_nu
     WHERE w.epoch <> excluded.epoch;
 
     INSERT INTO nmc.taak (soort, dv_id, due, aangemaakt_op)
@@ -69,12 +76,13 @@ COMMENT ON FUNCTION nmc.claim_terugkoppelen(text, integer) IS
 'epoch, uitgegevenOp}, the position after the batch. An empty batch only moves the '
 'position up to the watermark.';
 
-CREATE OR REPLACE FUNCTION nmc.finish_terugkoppelen(
+CREATE OR REPLACE FUNCTION nmc.finish_terugkoppelen_v2(
     p_taak_id bigint,
     p_claim_epoch integer,
     p_uitkomst text,
     p_xid xid8 DEFAULT NULL,
-    p_event_id bigint DEFAULT NULL
+    p_event_id bigint DEFAULT NULL,
+    p_epoch integer DEFAULT NULL
 )
 RETURNS text
 LANGUAGE plpgsql
@@ -96,20 +104,27 @@ BEGIN
     WHERE d.dv_id = v_taak.dv_id;
 
     IF p_uitkomst = 'geleverd' THEN
-        -- Delivered (or nothing to deliver): the position moves forward, never back.
-        UPDATE nmc.webhookpositie AS w
-        SET xid = p_xid, event_id = p_event_id, mislukt = 0, gepauzeerd_tot = NULL,
-            bijgewerkt_op = v_nu
-        WHERE w.dv_id = v_taak.dv_id AND (w.xid, w.event_id) <= (p_xid, p_event_id);
-        -- Events still waiting behind a full batch go out at once; a backlog is not drained
-        -- one batch per webhook_interval.
-        v_meer := EXISTS (
-            SELECT 1 FROM nmc.event AS e
-            WHERE e.dv_id = v_taak.dv_id
-                AND e.xid >= p_xid
-                AND (e.xid, e.event_id) > (p_xid, p_event_id)
-                AND e.xid < pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())
-        );
+        IF p_epoch IS NOT NULL AND p_epoch <> v_w.epoch THEN
+            -- The epoch was raised while this batch was out: its position belongs to the
+            -- old xid series and must not replace the restarted one. Deliver again at once.
+            v_meer := true;
+        ELSE
+            -- Delivered (or nothing to deliver): the position moves forward, never back,
+            -- and its age (what the log's cleanup measures) starts again.
+            UPDATE nmc.webhookpositie AS w
+            SET xid = p_xid, event_id = p_event_id, mislukt = 0, gepauzeerd_tot = NULL,
+                bijgewerkt_op = v_nu, geleverd_op = v_nu
+            WHERE w.dv_id = v_taak.dv_id AND (w.xid, w.event_id) <= (p_xid, p_event_id);
+            -- Events still waiting behind a full batch go out at once; a backlog is not
+            -- drained one batch per webhook_interval.
+            v_meer := EXISTS (
+                SELECT 1 FROM nmc.event AS e
+                WHERE e.dv_id = v_taak.dv_id
+                    AND e.xid >= p_xid
+                    AND (e.xid, e.event_id) > (p_xid, p_event_id)
+                    AND e.xid < pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())
+            );
+        END IF;
         UPDATE nmc.taak AS t
         SET staat = 'open',
             due = CASE WHEN v_meer THEN v_nu ELSE v_nu + v_instelling.webhook_interval END,
@@ -123,7 +138,9 @@ BEGIN
         PERFORM nmc.close_taak(p_taak_id);
         RETURN 'uitgeschakeld';
     ELSIF p_uitkomst = 'mislukt' THEN
-        -- Back off; after the DV's number of failures pause, growing up to a day.
+        -- Back off; after the DV's number of failures pause, growing up to a day. The
+        -- position and its age stay: a webhook that only fails stops holding the log's
+        -- cleanup back once its last delivery is older than the DV's max cursor age.
         v_pauze := CASE
             WHEN v_w.mislukt + 1 < v_max THEN nmc.uitstel(v_w.mislukt)
             ELSE least(
@@ -145,13 +162,37 @@ BEGIN
     RAISE EXCEPTION 'unknown webhook outcome %', p_uitkomst USING ERRCODE = '22023';
 END
 $$;
+COMMENT ON FUNCTION nmc.finish_terugkoppelen_v2(bigint, integer, text, xid8, bigint, integer) IS
+'Commits one webhook call (fenced by claim epoch). geleverd: the delivery position moves to '
+'(p_xid, p_event_id) (forward only; not an acknowledgement), its geleverd_op restarts, and '
+'the task is due at once when events wait below the watermark after it, else after '
+'webhook_interval; when p_epoch (the cluster epoch the batch was read in) is no longer the '
+'position''s, the position stays and the task is due at once. mislukt: backoff; from the '
+'DV''s webhook_max_mislukt failures on the webhook pauses, the pause doubling up to '
+'webhook_pauze_max; geleverd_op is not touched. weg (410 from the DV): the webhook is '
+'disabled until resumed.';
+
+-- The form of the previous release (its workers may call it during a rolling deploy): no
+-- epoch of the batch, so no check of it.
+CREATE OR REPLACE FUNCTION nmc.finish_terugkoppelen(
+    p_taak_id bigint,
+    p_claim_epoch integer,
+    p_uitkomst text,
+    p_xid xid8 DEFAULT NULL,
+    p_event_id bigint DEFAULT NULL
+)
+RETURNS text
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT nmc.finish_terugkoppelen_v2(
+        p_taak_id, p_claim_epoch, p_uitkomst, p_xid, p_event_id, NULL
+    )
+$$;
 COMMENT ON FUNCTION nmc.finish_terugkoppelen(bigint, integer, text, xid8, bigint) IS
-'Commits one webhook call (fenced by epoch). geleverd: the delivery position moves to '
-'(p_xid, p_event_id) (forward only; not an acknowledgement) and the task is due at once '
-'when events wait below the watermark after it, else after webhook_interval. mislukt: '
-'backoff; from the DV''s webhook_max_mislukt failures on the webhook pauses, the pause '
-'doubling up to webhook_pauze_max. weg (410 from the DV): the webhook is disabled until '
-'resumed.';
+'The previous release''s form of nmc.finish_terugkoppelen_v2, without the batch''s epoch '
+'(kept for workers of that release during a rolling deploy; drop it in the next).';
 
 CREATE OR REPLACE FUNCTION nmc.resume_webhook(p_dv_id integer)
 RETURNS text

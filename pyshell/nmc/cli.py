@@ -285,13 +285,17 @@ def _add_soak_command(commands: argparse._SubParsersAction) -> None:
 
 def admin_epoch_raise(args: argparse.Namespace, settings: Settings) -> int:
     epoch = admin_ops.raise_epoch(settings)
-    print(f"cluster epoch raised to {epoch}: every older cursor now gets 410")
+    print(
+        f"cluster epoch raised to {epoch}: every older cursor now gets 410; "
+        "webhook deliveries restart at the oldest event"
+    )
     return 0
 
 
 def admin_report_onbevestigd(args: argparse.Namespace, settings: Settings) -> int:
     rows = admin_ops.report_onbevestigd(settings)
-    columns = ("dv_id", "naam", "beheerkanaal", "aantal", "oudste")
+    # afgekapt "ja": aantal is the limit of what one report reads, and means "at least".
+    columns = ("dv_id", "naam", "beheerkanaal", "aantal", "afgekapt", "oudste")
     print(admin_ops.to_json(rows) if args.json else admin_ops.format_table(rows, columns))
     return 0
 

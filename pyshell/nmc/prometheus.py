@@ -24,7 +24,9 @@ DATABASE_HELP = {
     "nmc_taak_oudste_due_seconden": "Seconden dat de oudste openstaande taak per soort wacht.",
     "nmc_notificaties": "Notificaties per status.",
     "nmc_onbevestigd_terminaal": "Onbevestigde terminale statussen ouder dan de "
-    "bevestigingstermijn, per dienstverlener.",
+    "bevestigingstermijn, per dienstverlener (ten hoogste de telgrens).",
+    "nmc_onbevestigd_terminaal_afgekapt": "1 als nmc_onbevestigd_terminaal de telgrens "
+    "bereikte: het aantal is dan een ondergrens.",
     "nmc_teller_totaal": "Tellers (geweigerde en misvormde ontvangstbevestigingen, ...).",
     "nmc_geen_contactgegevens_aandeel": "Aandeel geen-contactgegevens onder afgeronde centrale "
     "notificaties, per dienstverlener.",

@@ -114,6 +114,9 @@ ORDER BY r.item
 -- count_malformed_receipt --
 SELECT nmc.count_malformed_receipt()
 
+-- count_refused_callback --
+SELECT nmc.count_refused_callback(%(aantal)s::integer)
+
 -- apply_dienstverlener --
 SELECT nmc.apply_dienstverlener(%(config)s::jsonb)
 
@@ -222,9 +225,10 @@ SELECT c.taak_id, c.claim_epoch, c.dv_id, c.webhook_url, c.epoch, c.pagina
 FROM nmc.claim_terugkoppelen(%(eigenaar)s::text, %(batch)s::integer) AS c
 
 -- finish_terugkoppelen --
-SELECT nmc.finish_terugkoppelen(
+-- epoch: the cluster epoch the batch was read in (claim_terugkoppelen's epoch).
+SELECT nmc.finish_terugkoppelen_v2(
     %(taak_id)s::bigint, %(claim_epoch)s::integer, %(uitkomst)s::text, %(xid)s::xid8,
-    %(event_id)s::bigint
+    %(event_id)s::bigint, %(epoch)s::integer
 ) AS uitkomst
 
 -- ============================================================================================
@@ -277,8 +281,9 @@ SELECT
 SELECT nmc.raise_epoch() AS epoch
 
 -- admin_report_onbevestigd --
-SELECT r.dv_id, r.naam, r.beheerkanaal, r.aantal, r.oudste
-FROM nmc.report_onbevestigd() AS r
+-- afgekapt: the count reached settings.onbevestigd_telgrens and means "at least".
+SELECT r.dv_id, r.naam, r.beheerkanaal, r.aantal, r.afgekapt, r.oudste
+FROM nmc.report_onbevestigd_v2() AS r
 
 -- admin_list_taken --
 SELECT

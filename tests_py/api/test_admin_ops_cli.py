@@ -24,11 +24,20 @@ def admin_env(api_env, monkeypatch):
     return api_env
 
 
-def test_epoch_raise(nmc, admin_env, conn):
+def test_epoch_raise(nmc, admin_env, conn, dvs):
+    conn.execute(
+        "UPDATE nmc.dienstverlener SET webhook_url = 'https://dv.example/hook' WHERE dv_id = %s",
+        [dvs["A"]],
+    )
+    conn.execute("SELECT nmc.ensure_terugkoppelen()")
     result = nmc("admin", "epoch", "raise")
     assert result.exit_code == 0, result.err
     assert "raised to 2" in result.out
     assert conn.execute("SELECT epoch FROM nmc.cluster_epoch").fetchone()[0] == 2
+    # Committed with the raise: no webhook call after it carries a cursor of epoch 1; the
+    # position restarts at the oldest available event.
+    position = conn.execute("SELECT epoch, xid::text, event_id FROM nmc.webhookpositie").fetchall()
+    assert position == [(2, "0", 0)]
 
 
 def test_report_onbevestigd(nmc, admin_env, client, conn, dvs):

@@ -124,6 +124,19 @@ def test_a_bad_token_is_401(client, conn, poging_id, headers):
     assert teller(conn, "receipt_ongeldig") == 0
 
 
+def test_a_refused_callback_is_counted_and_exported(client, conn, poging_id):
+    # ADR 0024: rejected receipts are counted, not stored; a bad token is one of them.
+    for headers in ({}, bearer("verkeerd-token"), auth()):
+        response = client.post(CALLBACK, json=receipt(poging_id), headers=headers)
+        assert response.status_code == 401
+    assert teller(conn, "receipt_ongeautoriseerd") == 3
+    assert receipt_taken(conn) == []
+    metrics = client.get("/metrics").text
+    assert 'nmc_teller_totaal{naam="receipt_ongeautoriseerd"} 3' in metrics
+    # Only the count: nothing of the refused request (its token, its payload) is kept.
+    assert "verkeerd-token" not in metrics and TO not in metrics
+
+
 def test_a_dv_token_is_no_callback_token(client, poging_id):
     response = client.post(CALLBACK, json=receipt(poging_id), headers=auth())
     assert response.status_code == 401
@@ -174,6 +187,12 @@ def test_storage_failure_is_503_so_notifynl_retries(client, conn, poging_id):
     assert response.status_code == 503
     assert response.headers["retry-after"]
     assert receipt_taken(conn) == []
+
+
+def test_a_bad_token_is_401_even_when_it_cannot_be_counted(client, conn, poging_id):
+    conn.execute("REVOKE EXECUTE ON FUNCTION nmc.count_refused_callback(integer) FROM nmc_api")
+    response = client.post(CALLBACK, json=receipt(poging_id), headers=bearer("verkeerd-token"))
+    assert response.status_code == 401
 
 
 def test_without_a_configured_token_the_callback_is_503(api_env, dvs, monkeypatch):

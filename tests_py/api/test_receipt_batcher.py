@@ -1,6 +1,6 @@
 """Group commit of NotifyNL callbacks (nmc.api.receipt_batcher) against a real database:
 receipts that arrive together share one transaction, each gets its own answer, and a failed
-store fails every receipt of its batch."""
+store fails every receipt of its batch; refusals (401) that arrive together share one count."""
 
 import asyncio
 import uuid
@@ -11,6 +11,7 @@ import pytest
 from apitest import BASE, auth, decentraal
 from psycopg_pool import AsyncConnectionPool
 
+from nmc.api import db
 from nmc.api.receipt_batcher import ReceiptBatcher
 from nmc.database import with_overrides
 
@@ -88,6 +89,35 @@ def test_a_failed_store_fails_every_receipt_of_its_batch(api_env, pogingen, conn
     results = asyncio.run(store_all(api_env.db_url, receipts))
     assert all(isinstance(result, psycopg.errors.InsufficientPrivilege) for result in results)
     assert conn.execute("SELECT count(*) FROM nmc.taak WHERE soort = 'receipt'").fetchone()[0] == 0
+
+
+def test_refusals_that_arrive_together_are_counted_in_one_statement(api_env, conn, monkeypatch):
+    calls: list[dict] = []
+    call_one = db.call_one
+
+    async def recording(pool, name, params):
+        calls.append(params)
+        return await call_one(pool, name, params)
+
+    monkeypatch.setattr(db, "call_one", recording)
+
+    async def flood() -> None:
+        async with AsyncConnectionPool(
+            with_overrides(api_env.db_url, user="nmc_api"),
+            min_size=1,
+            max_size=4,
+            kwargs={"autocommit": True},
+        ) as pool:
+            batcher = ReceiptBatcher(pool)
+            await asyncio.gather(*(batcher.count_refused() for _ in range(200)))
+
+    asyncio.run(flood())
+    [(aantal,)] = conn.execute(
+        "SELECT aantal FROM nmc.teller WHERE naam = 'receipt_ongeautoriseerd'"
+    ).fetchall()
+    assert aantal == 200
+    # One count under way at a time: the first alone, everything behind it in the next.
+    assert len(calls) <= 3 and sum(call["aantal"] for call in calls) == 200
 
 
 def test_limits_must_be_positive():

@@ -9,6 +9,10 @@ batching itself is nmc.group_commit's, shared with the worker.
 
 A failed store fails every callback of its batch (503, so NotifyNL retries each one);
 nothing is answered 200 before it is committed.
+
+Callbacks refused with 401 are counted the same way (`count_refused`): one
+`nmc.count_refused_callback` call adds up every refusal that arrived while the previous
+count was written, so a flood of bad tokens costs one statement at a time, not one each.
 """
 
 from typing import Any
@@ -18,6 +22,7 @@ from nmc.group_commit import GroupCommit
 
 MAX_BATCH = 500  # well below the function's limit of 1000; bounds one transaction
 MAX_IN_FLIGHT = 2  # stores under way at once: one waits on the database while one fills
+MAX_REFUSALS = 1_000_000  # refusals one count may carry (the function's limit)
 
 _COLUMNS = ("reference", "notifynl_id", "status", "completed_at", "sent_at")
 
@@ -30,6 +35,10 @@ class ReceiptBatcher:
         self._group: GroupCommit[dict[str, Any], str] = GroupCommit(
             self._store, max_batch=max_batch, max_in_flight=max_in_flight
         )
+        # One count under way at a time: the refusals behind it go into the next one.
+        self._refusals: GroupCommit[None, None] = GroupCommit(
+            self._count_refusals, max_batch=MAX_REFUSALS, max_in_flight=1
+        )
 
     async def store(self, receipt: dict[str, Any]) -> str:
         """Store one receipt (the parameters of nmc.store_receipt); returns its result:
@@ -40,3 +49,12 @@ class ReceiptBatcher:
         params = {name: [receipt[name] for receipt in receipts] for name in _COLUMNS}
         rows = await db.call_all(self._pool, "store_receipts", params)
         return [resultaat for _, resultaat in rows]
+
+    async def count_refused(self) -> None:
+        """Count one callback refused with 401; returns once the count that carried it is
+        committed. Raises what the count raised."""
+        await self._refusals.submit(None)
+
+    async def _count_refusals(self, refusals: list[None]) -> list[None]:
+        await db.call_one(self._pool, "count_refused_callback", {"aantal": len(refusals)})
+        return [None] * len(refusals)

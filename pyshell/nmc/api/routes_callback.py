@@ -3,9 +3,9 @@
 The contract: docs/notifynl-callback.md.
 
 NotifyNL retries only on connection errors, timeouts, 5xx and 429; any other 4xx loses the
-receipt. So: 401 only for a bad token, 400 (counted) only for a payload that is not a receipt,
-200 for everything stored or deliberately ignored (a duplicate, an unknown reference), and
-503 when the receipt could not be stored, so that NotifyNL tries again.
+receipt. So: 401 (counted) only for a bad token, 400 (counted) only for a payload that is not
+a receipt, 200 for everything stored or deliberately ignored (a duplicate, an unknown
+reference), and 503 when the receipt could not be stored, so that NotifyNL tries again.
 
 The payload's `to` (the e-mail address) is never read: it is not validated, stored, logged or
 echoed. Violations name fields, never values.
@@ -54,6 +54,7 @@ async def notifynl_callback(request: Request) -> Response:
         log.error("NotifyNL callback refused: NMC_NOTIFYNL_CALLBACK_TOKEN is not set")
         return unavailable().to_response(services.settings.problem_base_uri)
     if not token_matches(request.headers.get("authorization"), expected):
+        await count_refused(services)
         raise unauthenticated("ongeldig callback-token")
 
     try:
@@ -142,6 +143,16 @@ async def count_malformed(services: Services) -> None:
     except psycopg.Error as error:
         # The 400 stands either way: the payload is bad whether or not the count succeeds.
         log.error("malformed receipt not counted: %s", type(error).__name__)
+
+
+async def count_refused(services: Services) -> None:
+    """Count a callback refused with 401 (ADR 0024: rejected receipts are counted). Only the
+    number: nothing of the request, and never its token, is kept or logged."""
+    try:
+        await services.receipts.count_refused()
+    except psycopg.Error as error:
+        # The 401 stands either way.
+        log.error("refused callback not counted: %s", type(error).__name__)
 
 
 def unavailable() -> Problem:

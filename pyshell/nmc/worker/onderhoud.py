@@ -13,4 +13,4 @@ async def process(ctx: Context, batch: int) -> int:
     await ctx.db.value("maintain_event_partities")
     await ctx.db.value("drop_event_partities")
     removed = await ctx.db.value("delete_expired", batch=batch)
-    return int(removed["notificaties"]) + int(removed["taken"])
+    return sum(int(removed.get(naam, 0)) for naam in ("notificaties", "taken", "beheeracties"))

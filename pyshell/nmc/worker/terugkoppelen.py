@@ -15,8 +15,10 @@ each call: the lease is extended and the LDV record of the provision is written 
 outage defers the task without counting against the DV's webhook). The task of a DV that
 was deactivated or lost its webhook comes without a URL and is closed.
 
-nmc.ensure_terugkoppelen plans the tasks (a new webhook, one resumed after a 410, an epoch
-raise): this kind calls it at its first round and then once a minute.
+nmc.ensure_terugkoppelen plans the tasks (a new webhook, one resumed after a 410): this kind
+calls it at its first round and then once a minute. An epoch raise moves every delivery
+position itself (nmc.raise_epoch); the finish names the epoch its batch was read in, so a
+batch that was out during the raise does not move the restarted position.
 """
 
 import logging
@@ -84,4 +86,5 @@ async def _finish(ctx: Context, taak, uitkomst: str, xid, event_id) -> str:
         uitkomst=uitkomst,
         xid=xid,
         event_id=event_id,
+        epoch=taak.epoch,
     )
