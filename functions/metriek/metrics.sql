@@ -7,15 +7,20 @@ LANGUAGE sql
 STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+-- Small reads, planned on tables that are too small for autovacuum ever to analyze them (the
+-- DV register, the one settings row): the estimates run high, and compiling the plan (JIT)
+-- would cost a scrape hundreds of milliseconds.
+SET jit = off
 AS $$
+    -- (SELECT nmc.now()): the clock once per scrape, not a function call per row.
     SELECT 'nmc_taken', pg_catalog.jsonb_build_object('soort', t.soort, 'staat', t.staat),
         pg_catalog.count(*)::double precision
     FROM nmc.taak AS t WHERE t.staat <> 'done'
     GROUP BY t.soort, t.staat
     UNION ALL
     SELECT 'nmc_taak_oudste_due_seconden', pg_catalog.jsonb_build_object('soort', t.soort),
-        greatest(EXTRACT(EPOCH FROM nmc.now() - pg_catalog.min(t.due)), 0)::double precision
-    FROM nmc.taak AS t WHERE t.staat = 'open' AND t.due <= nmc.now()
+        greatest(EXTRACT(EPOCH FROM (SELECT nmc.now()) - pg_catalog.min(t.due)), 0)::double precision
+    FROM nmc.taak AS t WHERE t.staat = 'open' AND t.due <= (SELECT nmc.now())
     GROUP BY t.soort
     UNION ALL
     SELECT 'nmc_notificaties', pg_catalog.jsonb_build_object('status', n.status),
@@ -45,10 +50,10 @@ AS $$
         pg_catalog.jsonb_build_object('service', b.notify_service, 'soort', b.soort),
         b.gebruikt::double precision
     FROM nmc.verzendbudget AS b
-    WHERE b.venster_start = pg_catalog.date_trunc('minute', nmc.now())
+    WHERE b.venster_start = pg_catalog.date_trunc('minute', (SELECT nmc.now()))
     UNION ALL
     SELECT 'nmc_feed_achterstand_seconden', pg_catalog.jsonb_build_object('dv', d.dv_id),
-        coalesce(EXTRACT(EPOCH FROM nmc.now() - b.bevestigd_op), -1)::double precision
+        coalesce(EXTRACT(EPOCH FROM (SELECT nmc.now()) - b.bevestigd_op), -1)::double precision
     FROM nmc.dienstverlener AS d LEFT JOIN nmc.bevestiging AS b ON b.dv_id = d.dv_id
     WHERE d.actief
 $$;
