@@ -1,13 +1,21 @@
-# `make test` is what CI runs (.ci/run): linters, pgTAP, then pytest.
+# `make test` is what CI runs (.ci/run): first what the checks need (.ci/install: the system
+# packages, installed when run as root, and the venv), then linters, pgTAP and pytest.
 # Tools come from .venv when it exists, else from PATH.
 VENV ?= .venv
 BIN := $(if $(wildcard $(VENV)/bin/python),$(VENV)/bin/,)
 SQL_DIRS := sql schema functions triggers tests_sql
 
-.PHONY: test lint pgtap pytest db-start db-stop
+.PHONY: test install check lint pgtap pytest db-start db-stop
 .NOTPARALLEL:
 
-test: lint db-start pgtap pytest
+# A make of its own for the checks: it looks for the venv again, after the install made it.
+test: install
+	$(MAKE) --no-print-directory check VENV="$(VENV)"
+
+install:
+	bash .ci/install "$(VENV)"
+
+check: lint db-start pgtap pytest
 
 lint:
 	$(BIN)ruff check pyshell tests_py benchmarks
