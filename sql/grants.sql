@@ -41,6 +41,13 @@ TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.acknowledge_cursor(integer, integer, xid8, bigint, timestamptz)
 TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.snapshot_notificaties(integer, uuid, integer) TO nmc_api;
+-- The feed from a standby (functions/feed/feed_replica.sql): the call count on the primary,
+-- the page on the standby.
+GRANT EXECUTE ON FUNCTION nmc.take_feed_aanroep_api(integer, integer, xid8, timestamptz)
+TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.read_feed_pagina(integer, integer, xid8, bigint, timestamptz, integer)
+TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.read_snapshot_pagina(integer, uuid, integer) TO nmc_api;
 
 -- The workers (nmc worker).
 GRANT EXECUTE ON FUNCTION nmc.claim_taken(nmc.taak_soort, text, integer) TO nmc_worker;

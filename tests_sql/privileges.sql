@@ -38,6 +38,9 @@ SELECT set_eq(
         ('nmc.page_events(integer,integer,xid8,bigint,timestamp with time zone,integer)'),
         ('nmc.acknowledge_cursor(integer,integer,xid8,bigint,timestamp with time zone)'),
         ('nmc.snapshot_notificaties(integer,uuid,integer)'),
+        ('nmc.take_feed_aanroep_api(integer,integer,xid8,timestamp with time zone)'),
+        ('nmc.read_feed_pagina(integer,integer,xid8,bigint,timestamp with time zone,integer)'),
+        ('nmc.read_snapshot_pagina(integer,uuid,integer)'),
         ('nmc.resume_webhook(integer)')$$,
     'nmc_api may execute exactly the API functions'
 );
@@ -114,7 +117,8 @@ SELECT set_eq(
              ('delete_expired'), ('metrics'), ('ensure_terugkoppelen'),
              ('claim_terugkoppelen'), ('finish_terugkoppelen'), ('resume_webhook'),
              ('count_refused_callback'), ('report_onbevestigd_v2'),
-             ('finish_terugkoppelen_v2')$$,
+             ('finish_terugkoppelen_v2'), ('take_feed_aanroep_api'), ('read_feed_pagina'),
+             ('read_snapshot_pagina')$$,
     'exactly the API functions run as SECURITY DEFINER'
 );
 SELECT ok(

@@ -254,6 +254,22 @@ SELECT nmc.snapshot_notificaties(%(dv_id)s::integer, %(na)s::uuid, %(limiet)s::i
 
 -- resume_webhook --
 SELECT nmc.resume_webhook(%(dv_id)s::integer)
+-- take_feed_aanroep_api --
+-- With a replica (nmc.api.replica): the primary's half of a feed or snapshot page.
+SELECT nmc.take_feed_aanroep_api(
+    %(dv_id)s::integer, %(epoch)s::integer, %(xid)s::xid8, %(uitgegeven_op)s::timestamptz
+)
+
+-- read_feed_pagina --
+-- The replica's half: the page, read-only under the standby's watermark.
+SELECT nmc.read_feed_pagina(
+    %(dv_id)s::integer, %(epoch)s::integer, %(xid)s::xid8, %(event_id)s::bigint,
+    %(uitgegeven_op)s::timestamptz, %(limiet)s::integer
+)
+
+-- read_snapshot_pagina --
+SELECT nmc.read_snapshot_pagina(%(dv_id)s::integer, %(na)s::uuid, %(limiet)s::integer)
+
 
 -- api_metrics --
 -- Also what `nmc admin report geen-contactgegevens` reads (as admin).
@@ -273,6 +289,13 @@ SELECT
     AND pg_catalog.to_regprocedure('nmc.snapshot_notificaties(integer, uuid, integer)') IS NOT NULL
     AND pg_catalog.to_regprocedure('nmc.resume_webhook(integer)') IS NOT NULL
     AND pg_catalog.to_regprocedure('nmc.metrics()') IS NOT NULL AS gereed
+    AND pg_catalog.to_regprocedure(
+        'nmc.take_feed_aanroep_api(integer, integer, xid8, timestamptz)'
+    ) IS NOT NULL
+    AND pg_catalog.to_regprocedure(
+        'nmc.read_feed_pagina(integer, integer, xid8, bigint, timestamptz, integer)'
+    ) IS NOT NULL
+    AND pg_catalog.to_regprocedure('nmc.read_snapshot_pagina(integer, uuid, integer)') IS NOT NULL
 
 -- ------------------------------------------------------------------------------------
 -- The operator's commands (`nmc admin …`, as the admin connection; issues 6 and 7).

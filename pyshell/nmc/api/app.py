@@ -29,6 +29,7 @@ from nmc.api.middleware import ResponseHeadersMiddleware
 from nmc.api.openapi import BASE_PATH, openapi_document
 from nmc.api.problems import exception_handlers
 from nmc.api.receipt_batcher import ReceiptBatcher
+from nmc.api.replica import open_replica_pool
 from nmc.api.services import Services, VerifiedTokens, services_of
 from nmc.api.settings import ApiSettings
 from nmc.api.sse import StreamSlots
@@ -80,6 +81,7 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
         stack.push_async_callback(pool.close)
         # Fail the start-up (rather than the first requests) when the database is unreachable.
         await pool.open(wait=True, timeout=POOL_OPEN_TIMEOUT_SECONDS)
+        replica = await open_replica_pool(settings, stack)
         ldv = VerstrekkingLdv(await ldv_sink(settings, stack))
         stack.push_async_callback(ldv.aclose)
         app.state.problem_base_uri = settings.problem_base_uri
@@ -100,6 +102,7 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
             streams=StreamSlots(settings.sse.max_streams, settings.sse.max_streams_per_dv),
             receipts=ReceiptBatcher(pool),
             jwks_json=json.dumps(signing.jwks() if signing else {"keys": []}).encode("ascii"),
+            replica=replica,
         )
         if settings.callback_token is None:
             log.warning("NMC_NOTIFYNL_CALLBACK_TOKEN is not set: the callback answers 503")

@@ -2,7 +2,8 @@
 and resuming the webhook.
 
 Every request is one SQL call (nmc.page_events, nmc.acknowledge_cursor,
-nmc.snapshot_notificaties, nmc.resume_webhook); the rules (watermark, cursor expiry, call rate,
+nmc.snapshot_notificaties, nmc.resume_webhook; with a replica a page is two, see
+nmc.api.replica); the rules (watermark, cursor expiry, call rate,
 forward-only acknowledgement) are those functions'. The shell seals positions into opaque
 cursors (nmc.feed_cursor), turns events into CloudEvents (nmc.cloudevents) and writes the LDV
 record of each page before it leaves (nmc.api.verstrekking_ldv).
@@ -17,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from nmc.api import db
+from nmc.api import db, replica
 from nmc.api.body import read_body, read_json
 from nmc.api.db import Dienstverlener
 from nmc.api.feed_query import (
@@ -101,10 +102,7 @@ async def read_page(
     services: Services, dv_id: int, position: Position | None, limiet: int | None
 ) -> Mapping[str, Any]:
     params = position.sql_params() if position is not None else NO_CURSOR
-    row = await db.call_one(
-        services.pool, "page_events", {"dv_id": dv_id, "limiet": limiet, **params}
-    )
-    page = row[0] if row else None
+    page = await replica.read_feed_page(services, dv_id, params, limiet)
     if not isinstance(page, dict):
         raise internal_error()
     return page
@@ -144,13 +142,8 @@ async def snapshot(request: Request) -> Response:
         except InvalidCursor:
             raise ValidationFailed([violation("na", INVALID_CURSOR, "query")]) from None
     limiet = query["limiet"]
-    row = await db.call_one(
-        services.pool,
-        "snapshot_notificaties",
-        # One more than shown tells whether a next page exists.
-        {"dv_id": dv.dv_id, "na": na, "limiet": limiet + 1},
-    )
-    result = row[0] if row else None
+    # One more than shown tells whether a next page exists.
+    result = await replica.read_snapshot_page(services, dv.dv_id, na, limiet + 1)
     if not isinstance(result, dict):
         raise internal_error()
     # Every page carries the first page's feed position: after the last page, the DV reads

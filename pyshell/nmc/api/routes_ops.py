@@ -1,6 +1,7 @@
 """Operations endpoints (issue 7) and the published webhook keys (issue 6). No authentication.
 
-GET /metrics         Prometheus text: one call of nmc.metrics() plus in-process HTTP latency
+GET /metrics         Prometheus text: one call of nmc.metrics() (on the replica when one is
+                     set, nmc.api.replica) plus in-process HTTP latency
 GET /health/live     the process answers (no database call)
 GET /health/ready    the database answers as nmc_api and holds this version's functions
 GET /.well-known/jwks.json, GET /api/nmc/v1/.well-known/jwks.json
@@ -24,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from nmc.api import db
+from nmc.api import db, replica
 from nmc.api.metrics import PROMETHEUS_MEDIA_TYPE, database_lines, render, streams_lines
 from nmc.api.openapi import BASE_PATH
 from nmc.api.services import services_of
@@ -40,7 +41,7 @@ async def metrics(request: Request) -> Response:
     rows = None
     try:
         async with asyncio.timeout(READY_TIMEOUT_SECONDS * 2):
-            rows = await db.call_all(services.pool, "api_metrics", {})
+            rows = await replica.metrics_rows(services)
     except (psycopg.Error, PoolTimeout, TimeoutError) as error:
         log.warning("metrics: database call failed (%s)", type(error).__name__)
     body = render(

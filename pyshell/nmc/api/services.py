@@ -76,6 +76,8 @@ class Services:
     streams: StreamSlots = field(repr=False)
     receipts: ReceiptBatcher = field(repr=False)
     jwks_json: bytes = field(repr=False)
+    # The read-only pool of NMC_API_REPLICA_DATABASE_URL (nmc.api.replica); None: the primary.
+    replica: Pool | None = field(default=None, repr=False)
 
     @property
     def pepper_versie(self) -> int:

@@ -2,7 +2,11 @@
 
 NMC_API_DATABASE_URL           the API's connection (role nmc_api); default: the admin URL
                                (`nmc db url`) with user nmc_api
-NMC_API_POOL_MIN / _MAX        connection pool size (default 2 / 16)
+NMC_API_REPLICA_DATABASE_URL   a read-only connection (a hot standby; CloudNativePG's `-ro`
+                               service) for the feed pages, SSE polls, snapshot pages and
+                               /metrics; the call count and the acknowledgement stay on the
+                               primary (nmc.api.replica). Unset: everything on the primary
+NMC_API_POOL_MIN / _MAX        connection pool size (default 2 / 16; the replica's pool too)
 NMC_API_PREPARE_THRESHOLD      psycopg's prepare_threshold (default 5); `off` behind a
                                PgBouncer in transaction mode that does not keep prepared
                                statements
@@ -100,6 +104,7 @@ class SseSettings:
 @dataclass(frozen=True)
 class ApiSettings:
     database_url: str = field(repr=False)
+    replica_database_url: str | None = field(default=None, repr=False)
     pool_min: int = 2
     pool_max: int = 16
     prepare_threshold: int | None = 5
@@ -128,6 +133,7 @@ class ApiSettings:
         prepare = env.get("NMC_API_PREPARE_THRESHOLD", "").strip().lower()
         return cls(
             database_url=database_url,
+            replica_database_url=env.get("NMC_API_REPLICA_DATABASE_URL") or None,
             pool_min=pool_min,
             pool_max=pool_max,
             prepare_threshold=None

@@ -1,0 +1,127 @@
+-- The feed from a standby (ADR 0024: "rapportage en feed-scans draaien op de replica,
+-- waarbij feed en watermerk uit dezelfde snapshot komen"). A hot standby runs read-only
+-- transactions only, so a feed call there is split in two: the small write (the call-rate
+-- count) on the primary, then the page, read under the watermark, on the standby. An
+-- API without a replica keeps the one-call forms (nmc.page_events,
+-- nmc.snapshot_notificaties).
+--
+-- Why the watermark holds on a standby: pg_current_snapshot() there is built from the
+-- transactions the standby knows to be running. It counts every xid up to the newest it
+-- has seen in the WAL as running until their commit or abort record is replayed, so an
+-- xid the primary handed out earlier but whose first record has not arrived yet still
+-- holds pg_snapshot_xmin back. A lagging standby serves an older page, never a gap.
+
+CREATE OR REPLACE FUNCTION nmc.take_feed_aanroep_api(
+    p_dv_id integer, p_epoch integer, p_xid xid8, p_uitgegeven_op timestamptz
+)
+RETURNS void
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_dv nmc.dienstverlener;
+BEGIN
+    SELECT * INTO v_dv FROM nmc.dienstverlener AS d WHERE d.dv_id = p_dv_id AND d.actief;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'unknown or inactive dienstverlener' USING ERRCODE = 'NM010';
+    END IF;
+    -- An expired cursor costs no call, as in nmc.page_events.
+    IF p_xid IS NOT NULL THEN
+        PERFORM nmc.check_cursor(v_dv, p_epoch, p_xid, p_uitgegeven_op);
+    END IF;
+    PERFORM nmc.take_feed_aanroep(v_dv);
+END
+$$;
+COMMENT ON FUNCTION nmc.take_feed_aanroep_api(integer, integer, xid8, timestamptz) IS
+'The primary''s half of a feed call read on a standby: the DV must be active (NM010), a '
+'cursor, when given, must be current (NM018 -> 410), then one call is counted against '
+'the DV''s feed_aanroepen_per_minuut (NM019 -> 429, DETAIL = Retry-After seconds). For a '
+'snapshot page pass no cursor. The page itself comes from nmc.read_feed_pagina or '
+'nmc.read_snapshot_pagina on the standby.';
+
+CREATE OR REPLACE FUNCTION nmc.read_feed_pagina(
+    p_dv_id integer,
+    p_epoch integer,
+    p_xid xid8,
+    p_event_id bigint,
+    p_uitgegeven_op timestamptz,
+    p_limiet integer
+)
+RETURNS json
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_dv nmc.dienstverlener;
+BEGIN
+    SELECT * INTO v_dv FROM nmc.dienstverlener AS d WHERE d.dv_id = p_dv_id AND d.actief;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'unknown or inactive dienstverlener' USING ERRCODE = 'NM010';
+    END IF;
+    -- Checked again against the standby's own state: the epoch and the dropped partitions
+    -- it has replayed are the ones the page below is read under.
+    IF p_xid IS NOT NULL THEN
+        PERFORM nmc.check_cursor(v_dv, p_epoch, p_xid, p_uitgegeven_op);
+    END IF;
+    RETURN nmc.read_events(
+        p_dv_id, coalesce(p_xid, '0'::xid8), coalesce(p_event_id, 0),
+        least(greatest(coalesce(p_limiet, v_dv.feed_max_pagina), 1), v_dv.feed_max_pagina),
+        (SELECT c.epoch FROM nmc.cluster_epoch AS c), nmc.now()
+    );
+END
+$$;
+COMMENT ON FUNCTION nmc.read_feed_pagina(integer, integer, xid8, bigint, timestamptz, integer) IS
+'A feed page without writing: nmc.page_events less the call count, so it runs on a hot '
+'standby (after nmc.take_feed_aanroep_api on the primary). Checks the DV (NM010) and the '
+'cursor (NM018) against the state it reads, then nmc.read_events under this snapshot''s '
+'watermark with the page size capped at feed_max_pagina. Same answer as nmc.page_events.';
+
+CREATE OR REPLACE FUNCTION nmc.read_snapshot_pagina(
+    p_dv_id integer, p_na uuid DEFAULT NULL, p_limiet integer DEFAULT 1000
+)
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF NOT EXISTS (
+        SELECT 1 FROM nmc.dienstverlener AS d WHERE d.dv_id = p_dv_id AND d.actief
+    ) THEN
+        RAISE EXCEPTION 'unknown or inactive dienstverlener' USING ERRCODE = 'NM010';
+    END IF;
+    -- One statement, so the page and the watermark come from one snapshot. The same
+    -- page as nmc.snapshot_notificaties (tests_sql/feed_replica.sql holds the two to it).
+    RETURN (
+        WITH pagina AS (
+            SELECT n.id, n.status, n.reden, n.versie, n.bijgewerkt_op
+            FROM nmc.notificatie AS n
+            WHERE n.dv_id = p_dv_id AND (p_na IS NULL OR n.id > p_na)
+            ORDER BY n.id
+            LIMIT least(greatest(p_limiet, 1), 10000)
+        )
+
+        SELECT pg_catalog.jsonb_build_object(
+            'notificaties', coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+                'notificatieId', p.id, 'status', p.status, 'reden', p.reden,
+                'versie', p.versie, 'bijgewerktOp', p.bijgewerkt_op
+            ) ORDER BY p.id) FILTER (WHERE p.id IS NOT NULL), '[]'::jsonb),
+            'laatste', pg_catalog.max(p.id::text),
+            'epoch', (SELECT c.epoch FROM nmc.cluster_epoch AS c),
+            'xid', pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())::text,
+            'eventId', 0,
+            'uitgegevenOp', nmc.now()
+        )
+        FROM (SELECT 1) AS een LEFT JOIN pagina AS p ON true
+    );
+END
+$$;
+COMMENT ON FUNCTION nmc.read_snapshot_pagina(integer, uuid, integer) IS
+'A snapshot page without writing: nmc.snapshot_notificaties less the call count, so it '
+'runs on a hot standby (after nmc.take_feed_aanroep_api on the primary). The page (by id) '
+'and the feed position (watermark, 0) come from one snapshot of the standby. An unknown '
+'or inactive DV NM010.';

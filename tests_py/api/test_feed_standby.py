@@ -1,0 +1,305 @@
+"""The feed from a real streaming standby (hot standby, WAL replication between two
+PostgreSQL clusters of this test's own).
+
+The watermark: the 50-concurrent-writers test of test_feed_watermark.py with the writers on
+the primary and the reader on the standby (the call count on the primary, the page on the
+standby, as the API does with NMC_API_REPLICA_DATABASE_URL), also while the standby lags:
+its replay paused again and again, or every commit applied with a delay. 0 skipped, 0
+duplicates.
+
+The API: with the replica setting the pages come from the standby (a paused standby serves
+nothing new while the primary has it), the call count and the acknowledgement stay on the
+primary; an unreachable replica costs no 503.
+"""
+
+import json
+import random
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from apitest import BASE, OIN_A, TEMPLATE_ID, auth, decentraal, dv_document
+from feedtest import ACK, FEED, SNAPSHOT, read_until
+from starlette.testclient import TestClient
+
+from nmc.api.app import create_app
+from nmc.database import with_overrides
+from replicatest import Replicated, replicated
+from stacktest import free_port, needs_server_binaries
+from test_feed_watermark import Reader, _notificatie, _write_event
+
+pytestmark = needs_server_binaries
+
+
+@pytest.fixture(scope="module")
+def pair() -> Iterator[Replicated]:
+    with replicated() as replicated_pair:
+        yield replicated_pair
+
+
+def _apply_dv(url: str, oin: str) -> int:
+    with psycopg.connect(url, autocommit=True) as conn:
+        document = dv_document(oin, feedAanroepenPerMinuut=1_000_000)
+        # The watermark test's intake (test_feed_watermark._notificatie) uses berichttype t.
+        document["berichttypen"].append({"code": "t", "notifynlTemplateId": TEMPLATE_ID})
+        return conn.execute(
+            "SELECT nmc.apply_dienstverlener(%s::jsonb)", (json.dumps(document),)
+        ).fetchone()[0]
+
+
+class StandbyReader(Reader):
+    """A DV reading as the API does with a replica: the call counted on the primary, the
+    page read on the standby."""
+
+    def __init__(self, primary_url: str, standby_url: str, dv_id: int):
+        super().__init__(standby_url, dv_id)
+        self.primary = psycopg.connect(primary_url, autocommit=True)
+
+    def read(self, limit: int = 1000) -> list[int]:
+        epoch, xid, event_id, issued = self.cursor
+        self.primary.execute(
+            "SELECT nmc.take_feed_aanroep_api(%s, %s, %s::xid8, %s)",
+            (self.dv_id, epoch, xid, issued),
+        )
+        page = self.connection.execute(
+            "SELECT nmc.read_feed_pagina(%s, %s, %s::xid8, %s, %s, %s)",
+            (self.dv_id, epoch, xid, event_id, issued, limit),
+        ).fetchone()[0]
+        self.cursor = (page["epoch"], page["xid"], page["eventId"], page["uitgegevenOp"])
+        ids = [event["eventId"] for event in page["events"]]
+        self.seen.extend(ids)
+        return ids
+
+
+class Lag:
+    """Makes the standby lag while the writers run, and samples how far behind it was."""
+
+    def __init__(self, pair: Replicated, kind: str):
+        self.pair = pair
+        self.kind = kind
+        self.stop = threading.Event()
+        self.max_bytes = 0
+        self.max_seconds = 0.0
+        self.thread = threading.Thread(target=self._run)
+
+    def __enter__(self) -> "Lag":
+        if self.kind == "apply-delay":
+            self.pair.standby.set(recovery_min_apply_delay="300ms")
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(timeout=30)
+        with self.pair.standby.connect() as conn:
+            if conn.execute("SELECT pg_catalog.pg_is_wal_replay_paused()").fetchone()[0]:
+                conn.execute("SELECT pg_catalog.pg_wal_replay_resume()")
+        if self.kind == "apply-delay":
+            self.pair.standby.set(recovery_min_apply_delay="0")
+
+    def _run(self) -> None:
+        primary, standby = self.pair.primary, self.pair.standby
+        with primary.connect() as p, standby.connect() as s:
+            while not self.stop.is_set():
+                if self.kind == "paused-replay":  # paused 0.5 s, then 0.2 s to replay
+                    s.execute("SELECT pg_catalog.pg_wal_replay_pause()")
+                    self.stop.wait(0.5)
+                    self._sample(p, s)
+                    s.execute("SELECT pg_catalog.pg_wal_replay_resume()")
+                    self.stop.wait(0.2)
+                else:
+                    self._sample(p, s)
+                    self.stop.wait(0.25)
+
+    def _sample(self, p: psycopg.Connection, s: psycopg.Connection) -> None:
+        row = p.execute(
+            "SELECT coalesce(max(pg_catalog.pg_wal_lsn_diff("
+            " pg_catalog.pg_current_wal_lsn(), replay_lsn)), 0)::bigint,"
+            " coalesce(max(extract(epoch FROM replay_lag)), 0)::float8"
+            " FROM pg_catalog.pg_stat_replication"
+        ).fetchone()
+        self.max_bytes = max(self.max_bytes, row[0])
+        self.max_seconds = max(self.max_seconds, row[1])
+        if row[0] > 0:  # behind: how old the newest commit it has applied is
+            behind = s.execute(
+                "SELECT coalesce(extract(epoch FROM pg_catalog.now()"
+                " - pg_catalog.pg_last_xact_replay_timestamp()), 0)::float8"
+            ).fetchone()[0]
+            self.max_seconds = max(self.max_seconds, behind)
+
+
+@pytest.mark.parametrize("lag", ["none", "paused-replay", "apply-delay"])
+def test_fifty_writers_on_the_primary_and_a_reader_on_the_standby_agree_exactly(pair, lag):
+    primary_admin = pair.url(pair.primary)
+    dv_id = _apply_dv(primary_admin, f"0000000100{random.randrange(10**9, 10**10)}")  # noqa: S311
+    rng = random.Random(20261130)  # noqa: S311 - reproducible interleavings, not secrets
+    plans = [
+        (
+            _notificatie(primary_admin, dv_id),
+            rng.randint(1, 4),
+            rng.uniform(0.0, 0.15),
+            rng.random() < 0.2,
+        )
+        for _ in range(50)
+    ]
+    reader = StandbyReader(pair.url(pair.primary, "api"), pair.url(pair.standby, "api"), dv_id)
+    stop = threading.Event()
+    primary_seen: list[int] = []
+
+    def write(notificatie_id: uuid.UUID, events: int, hold: float, roll_back: bool) -> None:
+        with psycopg.connect(primary_admin) as connection:
+            for _ in range(events):
+                _write_event(connection, notificatie_id)
+                time.sleep(hold / events)  # interleave, not a timer: no rule waits on it
+            if roll_back:
+                connection.rollback()
+            else:
+                connection.commit()
+
+    def poll() -> None:
+        while not stop.is_set():
+            reader.read(limit=7)
+
+    with Lag(pair, lag) as lagging:
+        poller = threading.Thread(target=poll)
+        poller.start()
+        writers = [threading.Thread(target=write, args=plan) for plan in plans]
+        for thread in writers:
+            thread.start()
+        for thread in writers:
+            thread.join(timeout=60)
+        # Before the standby catches up: what the primary serves beyond the standby.
+        with psycopg.connect(primary_admin, autocommit=True) as check:
+            primary_seen = [
+                row[0]
+                for row in check.execute(
+                    "SELECT e.event_id FROM nmc.event AS e WHERE e.dv_id = %s"
+                    " AND e.xid < pg_snapshot_xmin(pg_current_snapshot())",
+                    (dv_id,),
+                )
+            ]
+        behind = len(primary_seen) - len(reader.seen)
+        stop.set()
+        poller.join(timeout=60)
+    pair.replicas.wait_caught_up(pair.standby)
+    with psycopg.connect(primary_admin) as check:
+        all_events = [
+            row[0]
+            for row in check.execute(
+                "SELECT event_id FROM nmc.event WHERE dv_id = %s ORDER BY xid, event_id",
+                (dv_id,),
+            )
+        ]
+        transitions = check.execute(
+            "SELECT count(*) FROM nmc.event WHERE dv_id = %s AND sequence > 1", (dv_id,)
+        ).fetchone()[0]
+    reader.read_until(len(all_events) - len(reader.seen))
+
+    seen = reader.seen
+    print(
+        f"lag {lag}: {len(seen)} events read on the standby; replication lag seen "
+        f"{lagging.max_seconds:.2f} s / {lagging.max_bytes} bytes of WAL; the standby was "
+        f"{behind} events behind the primary when the writers ended"
+    )
+    assert transitions, "some writers committed"
+    assert len(seen) == len(set(seen)), "no event served twice"
+    assert seen == all_events, "no gap: exactly the committed events, in cursor order"
+    assert sum(events for _, events, _, rolled in plans if not rolled) == transitions
+    if lag != "none":
+        assert lagging.max_bytes > 0 or lagging.max_seconds > 0, "the standby really lagged"
+
+
+# ---------------------------------------------------------------------------------------
+# The API with NMC_API_REPLICA_DATABASE_URL
+
+
+@pytest.fixture
+def standby_client(api_env, pair, monkeypatch) -> Iterator[tuple[TestClient, int]]:
+    """The app on the replicated pair: nmc_api on the primary, the replica on the standby."""
+    dv_id = _apply_dv(pair.url(pair.primary), OIN_A)
+    monkeypatch.setenv("NMC_API_DATABASE_URL", pair.url(pair.primary, "api"))
+    monkeypatch.setenv("NMC_API_REPLICA_DATABASE_URL", pair.url(pair.standby, "api"))
+    with TestClient(create_app(), raise_server_exceptions=False) as client:
+        yield client, dv_id
+
+
+def _calls(pair: Replicated, dv_id: int) -> int:
+    return pair.primary.scalar(
+        "SELECT coalesce(sum(aantal), 0)::integer FROM nmc.feedaanroep WHERE dv_id = %s",
+        (dv_id,),
+        database="nmc",
+    )
+
+
+def _intake(client: TestClient, count: int) -> list[str]:
+    ids = []
+    for _ in range(count):
+        response = client.post(
+            f"{BASE}/decentraal/notificaties", json=decentraal(), headers=auth(OIN_A)
+        )
+        assert response.status_code == 202, response.text
+        ids.append(response.json()["notificatieId"])
+    return ids
+
+
+def test_with_a_replica_the_pages_come_from_the_standby(pair, standby_client):
+    client, dv_id = standby_client
+    first = _intake(client, 3)
+    pair.replicas.wait_caught_up(pair.standby)
+    events, cursor = read_until(client, 3)
+    assert {e["subject"] for e in events} >= set(first)
+    calls = _calls(pair, dv_id)
+    assert calls >= 1, "the call count is on the primary"
+
+    with pair.standby.connect() as standby:
+        standby.execute("SELECT pg_catalog.pg_wal_replay_pause()")
+        try:
+            later = _intake(client, 2)
+            with psycopg.connect(pair.url(pair.primary), autocommit=True) as primary:
+                deadline = time.monotonic() + 20
+                while time.monotonic() < deadline:  # the primary serves them
+                    page = primary.execute(
+                        "SELECT nmc.read_feed_pagina(%s, NULL, NULL, NULL, NULL, 1000)",
+                        (dv_id,),
+                    ).fetchone()[0]
+                    if set(later) <= {e["notificatieId"] for e in page["events"]}:
+                        break
+                    time.sleep(0.05)
+                else:
+                    pytest.fail("the primary never served the new events")
+            response = client.get(FEED, params={"cursor": cursor}, headers=auth(OIN_A))
+            assert response.status_code == 200, response.text
+            assert response.json()["events"] == [], "the paused standby has nothing new"
+            assert _calls(pair, dv_id) == calls + 1, "and the call was counted on the primary"
+            snapshot = client.get(SNAPSHOT, headers=auth(OIN_A))
+            assert snapshot.status_code == 200, snapshot.text
+            assert not set(later) & {n["notificatieId"] for n in snapshot.json()["notificaties"]}
+            assert _calls(pair, dv_id) == calls + 2, "a snapshot page is a counted call too"
+        finally:
+            standby.execute("SELECT pg_catalog.pg_wal_replay_resume()")
+    pair.replicas.wait_caught_up(pair.standby)
+    events, cursor = read_until(client, 2, cursor)
+    assert {e["subject"] for e in events} == set(later), "resumed: exactly the two new ones"
+    response = client.put(ACK, json={"cursor": cursor}, headers=auth(OIN_A))
+    assert response.status_code == 204, "the acknowledgement is written on the primary"
+    assert response.headers["Nmc-Bevestiging"] == "bevestigd"
+    metrics = client.get("/metrics")
+    assert metrics.status_code == 200 and "nmc_notificaties" in metrics.text
+
+
+def test_an_unreachable_replica_costs_no_503(api_env, dvs, monkeypatch, caplog):
+    dead = f"postgresql://nmc_api@127.0.0.1:{free_port()}/nmc?connect_timeout=1"
+    monkeypatch.setenv("NMC_API_REPLICA_DATABASE_URL", dead)
+    with TestClient(create_app(), raise_server_exceptions=False) as client:
+        ids = _intake(client, 2)
+        events, _ = read_until(client, 2)
+        assert {e["subject"] for e in events} == set(ids), "read on the primary instead"
+        snapshot = client.get(SNAPSHOT, headers=auth(OIN_A))
+        assert snapshot.status_code == 200
+        assert len(snapshot.json()["notificaties"]) == 2
+        assert client.get("/metrics").status_code == 200
+    assert "replica unavailable" in caplog.text
+    assert with_overrides(dead, user="nmc_api") not in caplog.text
