@@ -26,10 +26,10 @@ COMMENT ON FUNCTION nmc.next_navraag(timestamptz, timestamptz) IS
 '+6 h, +24 h, then daily, and last the moment NotifyNL''s retention ends (so the dead end '
 'comes only once the retention has passed); NULL when none is left.';
 
-CREATE OR REPLACE FUNCTION nmc.claim_navraag(p_eigenaar text, p_batch integer DEFAULT 20)
+CREATE OR REPLACE FUNCTION nmc.claim_navraag_v2(p_eigenaar text, p_batch integer DEFAULT 20)
 RETURNS TABLE (
     taak_id bigint, claim_epoch integer, notificatie_id uuid, poging_id uuid,
-    notifynl_id uuid, trace_id text
+    notifynl_id uuid, trace_id text, notify_service text
 )
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -56,20 +56,44 @@ BEGIN
         ];
     END LOOP;
 
+    -- The service too: NotifyNL answers a service only about its own notifications, so the
+    -- worker asks with the key of the service the attempt was sent through.
     RETURN QUERY
     UPDATE nmc.taak AS t
     SET staat = 'claimed', lease_eigenaar = p_eigenaar,
         lease_tot = v_nu + (SELECT i.lease_duur FROM nmc.instellingen AS i),
         claim_epoch = t.claim_epoch + 1
-    FROM nmc.poging AS p
-    WHERE t.id = ANY(v_gekozen) AND p.id = t.poging_id
-    RETURNING t.id, t.claim_epoch, t.notificatie_id, t.poging_id, p.notifynl_id, t.trace_id;
+    FROM nmc.poging AS p, nmc.notificatie AS n, nmc.berichttype AS b
+    WHERE t.id = ANY(v_gekozen) AND p.id = t.poging_id AND n.id = t.notificatie_id
+        AND b.dv_id = n.dv_id AND b.code = n.berichttype
+    RETURNING
+        t.id, t.claim_epoch, t.notificatie_id, t.poging_id, p.notifynl_id, t.trace_id,
+        b.notify_service;
 END
 $$;
-COMMENT ON FUNCTION nmc.claim_navraag(text, integer) IS
+COMMENT ON FUNCTION nmc.claim_navraag_v2(text, integer) IS
 'Claims up to p_batch due reconciliation tasks, fairly across DVs and within the '
-'reconciliation share of each NotifyNL service''s budget window. Returns the attempt and '
-'its NotifyNL id to look up.';
+'reconciliation share of each NotifyNL service''s budget window. Returns the attempt, '
+'its NotifyNL id to look up and the Notify service of its berichttype (whose API key the '
+'look-up needs).';
+
+-- The signature of the release before the service was returned, kept while a worker of
+-- that release may still call it (a rolling deploy).
+CREATE OR REPLACE FUNCTION nmc.claim_navraag(p_eigenaar text, p_batch integer DEFAULT 20)
+RETURNS TABLE (
+    taak_id bigint, claim_epoch integer, notificatie_id uuid, poging_id uuid,
+    notifynl_id uuid, trace_id text
+)
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT c.taak_id, c.claim_epoch, c.notificatie_id, c.poging_id, c.notifynl_id, c.trace_id
+    FROM nmc.claim_navraag_v2(p_eigenaar, p_batch) AS c
+$$;
+COMMENT ON FUNCTION nmc.claim_navraag(text, integer) IS
+'nmc.claim_navraag_v2 without the Notify service (superseded; kept for a rolling deploy, '
+'to be dropped in a later release).';
 
 CREATE OR REPLACE FUNCTION nmc.finish_navraag(
     p_taak_id bigint,

@@ -9,6 +9,7 @@ gateway and a key provider, and no NMC_DEV_IAM_KEY_FILE.
 import json
 import os
 import secrets
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,13 @@ from nmc.webhook_signing import new_signing_ring
 
 DEV_ISSUER = "https://iam.nmc.localhost"
 DEV_AUDIENCE = "nmc"
+# The Notify services the dev secrets hold a NotifyNL key for (the demo's and the soak's
+# berichttypen use both; a berichttype without notifyService uses `standaard`).
+DEV_NOTIFY_SERVICES = ("standaard", "besluiten")
 SECRET_FILES = (
     "kek.json",
     "peppers.json",
+    "notifynl-keys.json",
     "dev-iam-key.pem",
     "jwks.json",
     "webhook-signing.json",
@@ -47,6 +52,19 @@ def read_dv_document(path: Path) -> dict[str, Any]:
     if not isinstance(document, dict):
         raise NmcError(f"{path} must hold one JSON object (see README: onboarding)")
     return document
+
+
+def notify_templates(*documents: dict[str, Any]) -> dict[str, list[str]]:
+    """Notify service -> the NotifyNL templates the DV documents' berichttypen send with it
+    (a berichttype without `notifyService` uses `standaard`, as nmc.apply_dienstverlener)."""
+    templates: dict[str, list[str]] = {}
+    for document in documents:
+        for berichttype in document.get("berichttypen", []):
+            service = berichttype.get("notifyService") or "standaard"
+            known = templates.setdefault(service, [])
+            if berichttype["notifynlTemplateId"] not in known:
+                known.append(berichttype["notifynlTemplateId"])
+    return templates
 
 
 def apply_dv(settings: Settings, path: Path) -> tuple[int, str]:
@@ -98,8 +116,9 @@ def dev_token(oin: str, ttl: int) -> str:
 
 
 def init_secrets(directory: Path, *, force: bool = False) -> Path:
-    """Write a dev KEK ring, peppers (dvref, payload, cursor), dev IAM key + JWKS, a webhook
-    signing ring and dev.env into `directory`.
+    """Write a dev KEK ring, peppers (dvref, payload, cursor), NotifyNL keys (one per service
+    of DEV_NOTIFY_SERVICES), dev IAM key + JWKS, a webhook signing ring and dev.env into
+    `directory`.
 
     Returns the path of dev.env, which exports every setting the API needs. Existing files
     are kept unless `force`: replacing a KEK makes stored notifications unreadable.
@@ -118,10 +137,17 @@ def init_secrets(directory: Path, *, force: bool = False) -> Path:
     _write_private(
         directory / "webhook-signing.json", json.dumps(new_signing_ring("dev-webhook-1"), indent=2)
     )
+    # One NotifyNL key per Notify service, as NotifyNL issues them: {name}-{service id}-{secret}.
+    notify_keys = {
+        service: f"nmc-dev-{service}-{uuid.uuid4()}-{uuid.uuid4()}"
+        for service in DEV_NOTIFY_SERVICES
+    }
+    _write_private(directory / "notifynl-keys.json", json.dumps(notify_keys, indent=2))
     generate_dev_iam_key(directory / "dev-iam-key.pem", directory / "jwks.json", overwrite=True)
     settings = {
         "NMC_KEK_FILE": directory / "kek.json",
         "NMC_PEPPERS_FILE": directory / "peppers.json",
+        "NMC_NOTIFYNL_KEYS_FILE": directory / "notifynl-keys.json",
         "NMC_OAUTH_ISSUER": DEV_ISSUER,
         "NMC_OAUTH_AUDIENCE": DEV_AUDIENCE,
         "NMC_OAUTH_JWKS_FILE": directory / "jwks.json",

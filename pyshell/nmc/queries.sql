@@ -193,8 +193,10 @@ FROM nmc.claim_taken(%(soort)s::nmc.taak_soort, %(eigenaar)s::text, %(batch)s::i
 SELECT nmc.process_receipts(%(batch)s::integer) AS aantal
 
 -- claim_navraag --
-SELECT c.taak_id, c.claim_epoch, c.notificatie_id, c.poging_id, c.notifynl_id, c.trace_id
-FROM nmc.claim_navraag(%(eigenaar)s::text, %(batch)s::integer) AS c
+SELECT
+    c.taak_id, c.claim_epoch, c.notificatie_id, c.poging_id, c.notifynl_id, c.trace_id,
+    c.notify_service
+FROM nmc.claim_navraag_v2(%(eigenaar)s::text, %(batch)s::integer) AS c
 
 -- finish_navraag --
 SELECT nmc.finish_navraag(

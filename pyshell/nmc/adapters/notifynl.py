@@ -1,32 +1,44 @@
 """The NotifyNL adapter (../shared/notifynl-contract.md): send, get by id, search by reference.
 
-Every request carries a fresh HS256 JWT made from the API key (`{name}-{service id}-{secret}`):
+Every request carries a fresh HS256 JWT made from an API key (`{name}-{service id}-{secret}`):
 `{"iss": service id, "iat": now}`, so a token never outlives NotifyNL's 30-second rule.
+
+A key belongs to one NotifyNL service, and a service knows only its own templates and its own
+notifications. The NMC sends through services of its own, one send budget each (ADR 0024), so
+every call names the Notify service of the task's berichttype (`notify_service`) and goes out
+with that service's key (`NotifyKeys`: the keys file NMC_NOTIFYNL_KEYS_FILE, read once at
+start-up, or the one key NMC_NOTIFYNL_API_KEY of a single-service setup). A service without
+a key is a `Deferral` (`notifynl-geen-sleutel`): our credentials, like a 401/403.
 Responses become outcomes by status code and error type only, never by message text:
 
 * send: 201 -> `Accepted`; 400 ValidationError/BadRequestError -> `InvalidAddress`;
 * get by id: 200 -> `Bericht`; 404 -> None (unknown, or past NotifyNL's retention);
 * search by reference: 200 -> list of `Bericht`;
-* 401/403/429/5xx, connection errors, timeouts -> `Deferral`; anything else ->
-  `UnexpectedResponse`.
+* 401/403/429/5xx, connection errors, timeouts, no key for the service -> `Deferral`;
+  anything else -> `UnexpectedResponse`.
 
 A `Bericht` never keeps the e-mail address NotifyNL echoes back.
 """
 
+import json
+import os
 import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
 import jwt
 
-from nmc.adapters.http import UnexpectedResponse, error_types, json_body, request
+from nmc.adapters.http import Deferral, UnexpectedResponse, error_types, json_body, request
+from nmc.errors import NmcError
 
 SERVICE = "notifynl"
 INVALID_ADDRESS_ERRORS = frozenset({"ValidationError", "BadRequestError"})
+NO_KEY = f"{SERVICE}-geen-sleutel"
 _UUID_LENGTH = 36
 
 
@@ -45,6 +57,105 @@ class ApiKey:
         for part in (service_id, secret):
             uuid.UUID(part)  # ValueError when malformed; the message names no key material
         return cls(service_id=service_id, secret=secret)
+
+
+class NotifyKeysError(NmcError):
+    """The NotifyNL keys are missing or malformed (a start-up failure)."""
+
+
+@dataclass(frozen=True)
+class NotifyKeys:
+    """The API key of each Notify service (berichttype.notify_service), or the one key of a
+    single-service setup (`single`), which then serves every service."""
+
+    by_service: Mapping[str, ApiKey] = field(default_factory=dict, repr=False)
+    single: ApiKey | None = field(default=None, repr=False)
+
+    @property
+    def services(self) -> tuple[str, ...]:
+        """The services with a key of their own, sorted (empty for a single key)."""
+        return tuple(sorted(self.by_service))
+
+    def for_service(self, service: str | None) -> ApiKey:
+        """The key of `service`; `Deferral` when it has none (an operator must add it)."""
+        if self.single is not None:
+            return self.single
+        key = self.by_service.get(service) if service is not None else None
+        if key is None:
+            raise Deferral(NO_KEY)
+        return key
+
+
+def parse_notify_keys(document: Any) -> NotifyKeys:
+    """`{"<notify service>": "<API key>", ...}`: one NotifyNL service per Notify service."""
+    if not isinstance(document, dict):
+        raise NotifyKeysError("the NotifyNL keys file must hold a JSON object: service -> key")
+    if not document:
+        raise NotifyKeysError("the NotifyNL keys file must name at least one service")
+    keys: dict[str, ApiKey] = {}
+    owners: dict[str, str] = {}
+    for service, text in document.items():
+        if not 1 <= len(service) <= 100:
+            raise NotifyKeysError("a Notify service name has 1 to 100 characters")
+        try:
+            key = ApiKey.parse(text) if isinstance(text, str) else None
+        except ValueError:
+            key = None
+        if key is None:
+            raise NotifyKeysError(
+                f"the key of Notify service {service!r} is not a NotifyNL API key "
+                "('{name}-{service id}-{secret}')"
+            )
+        if key.service_id in owners:
+            # One budget per NotifyNL service: two names for one service would double it.
+            raise NotifyKeysError(
+                f"Notify services {owners[key.service_id]!r} and {service!r} have keys of the "
+                "same NotifyNL service"
+            )
+        owners[key.service_id] = service
+        keys[service] = key
+    return NotifyKeys(by_service=keys)
+
+
+def load_notify_keys(environ: Mapping[str, str] | None = None) -> NotifyKeys:
+    """From the file NMC_NOTIFYNL_KEYS_FILE names, or the single key NMC_NOTIFYNL_API_KEY."""
+    env = os.environ if environ is None else environ
+    path, single = env.get("NMC_NOTIFYNL_KEYS_FILE"), env.get("NMC_NOTIFYNL_API_KEY")
+    if path and single:
+        raise NotifyKeysError("set NMC_NOTIFYNL_KEYS_FILE or NMC_NOTIFYNL_API_KEY, not both")
+    if path:
+        return read_notify_keys(Path(path))
+    if single:
+        return single_notify_key(single)
+    raise NotifyKeysError(
+        "neither NMC_NOTIFYNL_KEYS_FILE (a key per Notify service) nor NMC_NOTIFYNL_API_KEY "
+        "(one service) is set: the worker cannot call NotifyNL"
+    )
+
+
+def read_notify_keys(path: Path) -> NotifyKeys:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise NotifyKeysError(f"NotifyNL keys file not found: {path}") from None
+    except OSError as error:
+        raise NotifyKeysError(
+            f"NotifyNL keys file {path} cannot be read ({error.strerror})"
+        ) from None
+    try:
+        document = json.loads(text)
+    except ValueError:
+        raise NotifyKeysError(f"NotifyNL keys file {path} is not valid JSON") from None
+    return parse_notify_keys(document)
+
+
+def single_notify_key(text: str) -> NotifyKeys:
+    try:
+        return NotifyKeys(single=ApiKey.parse(text))
+    except ValueError:
+        raise NotifyKeysError(
+            "NMC_NOTIFYNL_API_KEY is not a NotifyNL API key ('{name}-{service id}-{secret}')"
+        ) from None
 
 
 def bearer_token(key: ApiKey, now: float | None = None) -> str:
@@ -85,13 +196,24 @@ class Bericht:
 
 
 class NotifyNL:
-    """Calls NotifyNL's v2 API with one shared `httpx.AsyncClient`."""
+    """Calls NotifyNL's v2 API with one shared `httpx.AsyncClient`, each call with the key of
+    the Notify service it names (`service`: a berichttype's notify_service)."""
 
-    def __init__(self, client: httpx.AsyncClient, base_url: str, api_key: str | ApiKey) -> None:
+    def __init__(
+        self, client: httpx.AsyncClient, base_url: str, keys: NotifyKeys | ApiKey | str
+    ) -> None:
         self._client = client
         self._base = base_url.rstrip("/")
-        self._key = api_key if isinstance(api_key, ApiKey) else ApiKey.parse(api_key)
-        self._token: tuple[int, str] = (-1, "")  # (iat, token) of the latest token made
+        if isinstance(keys, str):
+            keys = ApiKey.parse(keys)
+        self._keys = NotifyKeys(single=keys) if isinstance(keys, ApiKey) else keys
+        # Per NotifyNL service: (iat, token) of the latest token made.
+        self._tokens: dict[str, tuple[int, str]] = {}
+
+    @property
+    def services(self) -> tuple[str, ...]:
+        """The Notify services with a key of their own (empty: one key serves them all)."""
+        return self._keys.services
 
     async def send_email(
         self,
@@ -100,6 +222,7 @@ class NotifyNL:
         personalisation: Mapping[str, str],
         reference: str,
         *,
+        service: str | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> Accepted | InvalidAddress:
         body = {
@@ -108,7 +231,7 @@ class NotifyNL:
             "personalisation": dict(personalisation),
             "reference": reference,
         }
-        response = await self._call("POST", "/v2/notifications/email", headers, json=body)
+        response = await self._call(service, "POST", "/v2/notifications/email", headers, json=body)
         if response.status_code == 201:
             data = json_body(response, SERVICE)
             return Accepted(notifynl_id=_uuid(data.get("id") if isinstance(data, dict) else None))
@@ -120,9 +243,13 @@ class NotifyNL:
         raise UnexpectedResponse(f"{SERVICE}-http-{response.status_code}")
 
     async def get_notification(
-        self, notifynl_id: uuid.UUID | str, *, headers: Mapping[str, str] | None = None
+        self,
+        notifynl_id: uuid.UUID | str,
+        *,
+        service: str | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Bericht | None:
-        response = await self._call("GET", f"/v2/notifications/{notifynl_id}", headers)
+        response = await self._call(service, "GET", f"/v2/notifications/{notifynl_id}", headers)
         if response.status_code == 404:
             return None
         if response.status_code == 200:
@@ -130,11 +257,15 @@ class NotifyNL:
         raise UnexpectedResponse(f"{SERVICE}-http-{response.status_code}")
 
     async def find_by_reference(
-        self, reference: str, *, headers: Mapping[str, str] | None = None
+        self,
+        reference: str,
+        *,
+        service: str | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> list[Bericht]:
-        """Every message NotifyNL holds with this reference (at most one page: 250)."""
+        """Every message the service holds with this reference (at most one page: 250)."""
         response = await self._call(
-            "GET", "/v2/notifications", headers, params={"reference": reference}
+            service, "GET", "/v2/notifications", headers, params={"reference": reference}
         )
         if response.status_code != 200:
             raise UnexpectedResponse(f"{SERVICE}-http-{response.status_code}")
@@ -145,20 +276,28 @@ class NotifyNL:
         return [_bericht(item) for item in items]
 
     async def _call(
-        self, method: str, path: str, headers: Mapping[str, str] | None, **kwargs: Any
+        self,
+        service: str | None,
+        method: str,
+        path: str,
+        headers: Mapping[str, str] | None,
+        **kwargs: Any,
     ) -> httpx.Response:
-        all_headers = {"Authorization": f"Bearer {self._bearer()}", **(headers or {})}
+        bearer = self._bearer(self._keys.for_service(service))
+        all_headers = {"Authorization": f"Bearer {bearer}", **(headers or {})}
         return await request(
             self._client, SERVICE, method, self._base + path, headers=all_headers, **kwargs
         )
 
-    def _bearer(self) -> str:
+    def _bearer(self, key: ApiKey) -> str:
         """A fresh token for this request. `iat` has whole seconds, so every token made
-        within one second is the same string: it is signed once per second, not per call."""
+        within one second is the same string: it is signed once per second and service,
+        not per call."""
         issued_at = int(time.time())
-        if self._token[0] != issued_at:
-            self._token = (issued_at, bearer_token(self._key, issued_at))
-        return self._token[1]
+        made = self._tokens.get(key.service_id)
+        if made is None or made[0] != issued_at:
+            made = self._tokens[key.service_id] = (issued_at, bearer_token(key, issued_at))
+        return made[1]
 
 
 def _bericht(data: Any) -> Bericht:

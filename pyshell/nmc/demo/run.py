@@ -71,7 +71,11 @@ def run(settings: Settings, options: Options, out: TextIO = sys.stdout) -> int:
         raise NmcError(f"--count must be at least {scenario.MIN_COUNT} (one per scenario)")
     if options.workers < 1:
         raise NmcError("--workers must be at least 1")
-    stack = LocalStack(settings, workers=options.workers)
+    stack = LocalStack(
+        settings,
+        workers=options.workers,
+        notify_templates=admin.notify_templates(scenario.dv_document()),
+    )
     display = Display(out, tty=options.tty)
     try:
         return asyncio.run(_demo(stack, options, display))

@@ -173,6 +173,9 @@ def dv_document() -> dict[str, Any]:
             {
                 "code": "besluit",
                 "notifynlTemplateId": "a0a0a0a0-0000-4000-8000-000000000002",
+                # A Notify service of its own (its own key and budget; herinnering uses
+                # `standaard`).
+                "notifyService": "besluiten",
                 "regie": ["centraal"],
                 "geldigheidStandaard": "14 days",
                 "geldigheidMax": "30 days",

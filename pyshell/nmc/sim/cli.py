@@ -1,7 +1,9 @@
 """`nmc sim notifynl|profielservice|ldv`: run one simulator in the foreground."""
 
 import argparse
+import json
 import os
+import uuid
 from pathlib import Path
 
 from nmc.errors import NmcError
@@ -17,7 +19,21 @@ def add_arguments(name: str, parser: argparse.ArgumentParser) -> None:
             "--api-key",
             action="append",
             dest="api_keys",
-            help="an API key it accepts (repeatable; default NMC_NOTIFYNL_API_KEY)",
+            help="an API key it accepts, of the service whose id it holds (repeatable)",
+        )
+        parser.add_argument(
+            "--keys-file",
+            type=Path,
+            help="the NMC's NotifyNL keys file (Notify service -> API key): every key in it is "
+            "accepted (default NMC_NOTIFYNL_KEYS_FILE; without keys: NMC_NOTIFYNL_API_KEY)",
+        )
+        parser.add_argument(
+            "--template",
+            action="append",
+            dest="templates",
+            metavar="SERVICE=TEMPLATE_ID",
+            help="a template the service owns (repeatable; SERVICE: a Notify service of the "
+            "keys file or a NotifyNL service id); with none, any template is accepted",
         )
         parser.add_argument("--callback-url", help="where delivery receipts go")
         parser.add_argument(
@@ -48,11 +64,10 @@ def _app(args: argparse.Namespace):
     if args.sim == "notifynl":
         from nmc.sim.notifynl import NotifySim, SimConfig
 
-        keys = args.api_keys or [k for k in [os.environ.get("NMC_NOTIFYNL_API_KEY")] if k]
-        if not keys:
-            raise NmcError("give --api-key or set NMC_NOTIFYNL_API_KEY")
+        keys, templates = _services(args)
         config = SimConfig(
             api_keys=keys,
+            templates=templates,
             callback_url=args.callback_url,
             callback_token=args.callback_token or os.environ.get("NMC_NOTIFYNL_CALLBACK_TOKEN"),
             retention_s=args.retention,
@@ -67,3 +82,38 @@ def _app(args: argparse.Namespace):
     from nmc.sim.ldv import LdvSim
 
     return LdvSim().app
+
+
+def _services(args: argparse.Namespace) -> tuple[list[str], dict[str, list[str]]]:
+    """The API keys the NotifyNL simulator accepts and the templates each service owns."""
+    from nmc.adapters.notifynl import read_notify_keys
+
+    keys = list(args.api_keys or [])
+    ids_by_name: dict[str, str] = {}
+    keys_file = args.keys_file or os.environ.get("NMC_NOTIFYNL_KEYS_FILE")
+    if keys_file:
+        document = json.loads(Path(keys_file).read_text(encoding="utf-8"))
+        parsed = read_notify_keys(Path(keys_file))
+        for name in parsed.services:
+            ids_by_name[name] = parsed.for_service(name).service_id
+            keys.append(document[name])
+    if not keys and os.environ.get("NMC_NOTIFYNL_API_KEY"):
+        keys.append(os.environ["NMC_NOTIFYNL_API_KEY"])
+    if not keys:
+        raise NmcError("give --api-key or --keys-file, or set NMC_NOTIFYNL_KEYS_FILE")
+    templates: dict[str, list[str]] = {}
+    for item in args.templates or []:
+        service, sep, template = item.partition("=")
+        service_id = ids_by_name.get(service, service)
+        try:
+            uuid.UUID(service_id)
+            uuid.UUID(template)
+        except ValueError:
+            raise NmcError(
+                f"--template {item!r}: give SERVICE=TEMPLATE_ID, SERVICE a Notify service of "
+                "the keys file or a service id"
+            ) from None
+        if not sep:
+            raise NmcError(f"--template {item!r}: give SERVICE=TEMPLATE_ID")
+        templates.setdefault(service_id, []).append(template)
+    return keys, templates

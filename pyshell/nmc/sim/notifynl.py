@@ -6,6 +6,13 @@ the 201 body; GET /v2/notifications/{id} (400 for a non-UUID, 404 past retention
 /v2/notifications?reference=… (list shape); delivery-receipt callbacks with NotifyNL's retry
 rule (5 retries, a gap of `retry_gap_s`, only on connection errors, timeouts, 5xx and 429).
 
+Several services, as NotifyNL has them: each API key belongs to the service whose id it holds
+(`api_keys`), and a service sees only the notifications sent with its own keys (a GET for
+another service's is a 404, a search finds none). With `templates` (service id -> its
+template ids) a service may only send its own templates: another's is refused as NotifyNL
+refuses it (notifications-api `check_template_exists_by_id_and_service`: 400
+BadRequestError "Template not found"). Without `templates` any template is accepted.
+
 The outcome is chosen by the recipient's local part:
 `bezorgd+…` delivered, `permanent+…` permanent-failure, `tijdelijk+…` temporary-failure,
 `technisch+…` technical-failure, `stil+…` stays `sending` and is never called back,
@@ -103,6 +110,8 @@ class Faults:
 class SimConfig:
     api_keys: list[str] = field(default_factory=list)
     revoked_keys: list[str] = field(default_factory=list)
+    # Service id -> the template ids it owns; empty: every service may send any template.
+    templates: dict[str, list[str]] = field(default_factory=dict)
     callback_url: str | None = None
     callback_token: str | None = None
     retention_s: float = SEVEN_DAYS_S
@@ -247,11 +256,17 @@ class NotifySim:
         try:
             # The token check reads the real clock: /_sim/clock moves retention and
             # timestamps only, so a moved clock does not turn every token into a 403.
-            authenticate(request.headers.get("authorization"), self._keys(), time.time())
+            service_id = authenticate(
+                request.headers.get("authorization"), self._keys(), time.time()
+            )
         except AuthError as refusal:
             entry["status"] = refusal.status_code
             return JSONResponse(refusal.body(), status_code=refusal.status_code)
+        entry["service_id"] = request.state.sim_service = service_id
         return None
+
+    def _owns(self, service_id: str, notification: dict[str, Any]) -> bool:
+        return notification["service_id"] == service_id
 
     async def _send_email(self, request: Request) -> Response:
         try:
@@ -271,7 +286,12 @@ class NotifySim:
             entry["status"] = 400
             errors = [{"error": "ValidationError", "message": p} for p in problems]
             return JSONResponse({"status_code": 400, "errors": errors}, status_code=400)
-        notification = self._accept(body)
+        service_id = request.state.sim_service
+        templates = self.config.templates
+        if templates and body["template_id"] not in templates.get(service_id, ()):
+            entry["status"] = 400
+            return _error(400, "BadRequestError", "Template not found")
+        notification = self._accept(body, service_id)
         accept_timeout = self.faults.accept_timeout_rate
         if accept_timeout and self.random.random() < accept_timeout:
             entry["accepted"] = True
@@ -293,7 +313,11 @@ class NotifySim:
             entry["status"] = 400
             return _error(400, "ValidationError", "notification_id is not a valid UUID")
         notification = self.notifications.get(notification_id)
-        if notification is None or not self._visible(notification):
+        if (
+            notification is None
+            or not self._visible(notification)
+            or not self._owns(request.state.sim_service, notification)
+        ):
             entry["status"] = 404
             return _error(404, "NoResultFound", "No result found")
         entry["reference"] = notification["reference"]
@@ -313,8 +337,9 @@ class NotifySim:
             if reference is None
             else [self.notifications[i] for i in self.ids_by_reference.get(reference, [])]
         )
+        service_id = request.state.sim_service
         items = sorted(
-            (n for n in candidates if self._visible(n)),
+            (n for n in candidates if self._visible(n) and self._owns(service_id, n)),
             key=lambda n: n["created_at"],
             reverse=True,
         )
@@ -341,11 +366,12 @@ class NotifySim:
 
     # ---------------------------------------------------------------- sending
 
-    def _accept(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _accept(self, body: dict[str, Any], service_id: str) -> dict[str, Any]:
         address = body["email_address"]
         self.sends_per_address[address.lower()] += 1
         notification = {
             "id": str(uuid.uuid4()),
+            "service_id": service_id,
             "reference": body.get("reference"),
             "email_address": address,
             "template_id": body["template_id"],
@@ -549,9 +575,11 @@ class NotifySim:
 
     async def _sent(self, request: Request) -> Response:
         per_reference = Counter(n["reference"] for n in self.notifications.values())
+        per_service = Counter(n["service_id"] for n in self.notifications.values())
         items = [
             {
                 "id": n["id"],
+                "service_id": n["service_id"],
                 "reference": n["reference"],
                 "email_address": n["email_address"],
                 "template_id": n["template_id"],
@@ -562,7 +590,12 @@ class NotifySim:
             for n in self.notifications.values()
         ]
         return JSONResponse(
-            {"count": len(items), "per_reference": per_reference, "notifications": items}
+            {
+                "count": len(items),
+                "per_reference": per_reference,
+                "per_service": per_service,
+                "notifications": items,
+            }
         )
 
     async def _requests(self, request: Request) -> Response:

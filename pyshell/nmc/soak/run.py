@@ -121,6 +121,7 @@ def run(settings: Settings, options: Options, out: TextIO = sys.stdout) -> int:
         database=DATABASE,
         worker_args=("--kinds", WORKER_KINDS),
         child_env={"NMC_HTTP_TIMEOUT": str(WORKER_HTTP_TIMEOUT_S)},
+        notify_templates=admin.notify_templates(*(dv.document() for dv in workload.DVS)),
     )
     display = Display(out, tty=options.tty)
     soak = Soak(stack, options, display)

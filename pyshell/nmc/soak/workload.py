@@ -58,6 +58,7 @@ class Dv:
                 {
                     "code": "besluit",
                     "notifynlTemplateId": "b0b0b0b0-0000-4000-8000-000000000002",
+                    "notifyService": "besluiten",  # its own NotifyNL service and key
                     "regie": ["centraal"],
                     "geldigheidStandaard": "14 days",
                     "geldigheidMax": "30 days",

@@ -18,8 +18,7 @@ import os
 import shlex
 import signal
 import socket
-import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -63,6 +62,7 @@ class LocalStack:
         database: str = "nmc_demo",
         worker_args: tuple[str, ...] = (),
         child_env: Mapping[str, str] | None = None,
+        notify_templates: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         # The local stack is for demos and tests: its clock may move.
         self.settings = replace(settings, test_clock=True)
@@ -78,7 +78,9 @@ class LocalStack:
         self.notifynl_url = f"http://{LOOPBACK}:{self.ports['notifynl']}"
         self.profielservice_url = f"http://{LOOPBACK}:{self.ports['profielservice']}"
         self.ldv_url = f"http://{LOOPBACK}:{self.ports['ldv']}"
-        self.notifynl_api_key = f"nmc-lokaal-{uuid.uuid4()}-{uuid.uuid4()}"
+        # Notify service -> its templates: the NotifyNL simulator refuses a send whose key's
+        # service does not own the template (the keys are the dev secrets', one per service).
+        self.notify_templates = {k: list(v) for k, v in (notify_templates or {}).items()}
         self.secrets: dict[str, str] = {}
         self.children: dict[str, Child] = {}
 
@@ -214,6 +216,8 @@ class LocalStack:
         env = self._child_env()
         notifynl = ["--callback-url", self.api_url + CALLBACK_PATH,
                     "--retry-gap", str(CALLBACK_RETRY_GAP_S)]  # fmt: skip
+        for service, templates in sorted(self.notify_templates.items()):
+            notifynl += [arg for t in templates for arg in ("--template", f"{service}={t}")]
         commands: dict[str, list[str]] = {
             "ldv": ["sim", "ldv", "--port", str(self.ports["ldv"])],
             "profielservice": [
@@ -233,7 +237,13 @@ class LocalStack:
         }
 
     def _child_env(self) -> dict[str, str]:
-        env = {key: value for key, value in os.environ.items() if key != "NMC_DATABASE_URL"}
+        # Not the caller's database nor a single NotifyNL key: the worker refuses a key beside
+        # the stack's keys file.
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if key not in ("NMC_DATABASE_URL", "NMC_NOTIFYNL_API_KEY")
+        }
         if self.settings.database_url:
             env["NMC_DATABASE_URL"] = self.settings.database_url
         return {
@@ -247,7 +257,7 @@ class LocalStack:
             "NMC_API_DATABASE_URL": self.role_url("api"),
             "NMC_WORKER_DATABASE_URL": self.role_url("worker"),
             "NMC_NOTIFYNL_URL": self.notifynl_url,
-            "NMC_NOTIFYNL_API_KEY": self.notifynl_api_key,
+            # NMC_NOTIFYNL_KEYS_FILE comes with the secrets (a NotifyNL key per service).
             "NMC_PROFIELSERVICE_URL": self.profielservice_url,
             "NMC_LDV_URL": self.ldv_url + RECORDS_PATH,
             **self.child_env,

@@ -3,7 +3,11 @@
 NMC_WORKER_DATABASE_URL   the database as role nmc_worker (default: the admin URL with user
                           nmc_worker, see `nmc db url --role worker`)
 NMC_NOTIFYNL_URL          NotifyNL's base URL (default https://api.notifynl.nl)
-NMC_NOTIFYNL_API_KEY      the API key `{name}-{service id}-{secret}` (required)
+NMC_NOTIFYNL_KEYS_FILE    JSON `{"<notify service>": "<API key>", ...}`: the NotifyNL API key
+                          (`{name}-{service id}-{secret}`) of each Notify service a berichttype
+                          names (`notifyService`), read once at start-up
+NMC_NOTIFYNL_API_KEY      instead of the keys file, for a single-service setup: the one key,
+                          used whatever service a berichttype names (not both; one is required)
 NMC_PROFIELSERVICE_URL    the Profielservice's base URL (required for centraal regie)
 NMC_LDV_URL               the LDV collector (HTTP POST per record); when unset, records go to
 NMC_LDV_FILE              an append-only JSON-lines file (default $NMC_HOME/ldv.jsonl)
@@ -27,6 +31,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nmc.adapters.notifynl import (
+    NotifyKeys,
+    read_notify_keys,
+    single_notify_key,
+)
 from nmc.api.settings import DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL, geen_contactgegevens_drempel
 from nmc.cloudevents import event_source
 from nmc.config import Settings
@@ -56,7 +65,7 @@ DEFAULT_NOTIFYNL_URL = "https://api.notifynl.nl"
 class WorkerConfig:
     database_url: str
     notifynl_url: str
-    notifynl_api_key: str = field(repr=False)
+    notifynl_api_key: str | None = field(repr=False)  # a single-service setup's one key
     profielservice_url: str | None
     ldv_url: str | None
     ldv_file: Path
@@ -72,8 +81,14 @@ class WorkerConfig:
     geen_contactgegevens_drempel: float = DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL
     event_source: str = field(default_factory=lambda: event_source({}))
     webhook_issuer: str | None = None  # None: the event source
+    notifynl_keys_file: Path | None = None  # a key per Notify service (else notifynl_api_key)
 
     def __post_init__(self) -> None:
+        if (self.notifynl_keys_file is None) == (self.notifynl_api_key is None):
+            raise NmcError(
+                "give the worker NMC_NOTIFYNL_KEYS_FILE (a NotifyNL key per Notify service) "
+                "or NMC_NOTIFYNL_API_KEY (one service), not both"
+            )
         if self.batch < 1 or self.concurrency < 1:
             raise NmcError("--batch and --concurrency must be at least 1")
         if self.poll_interval <= 0:
@@ -86,13 +101,12 @@ class WorkerConfig:
         cls, settings: Settings, environ: Mapping[str, str] | None = None, **overrides
     ) -> "WorkerConfig":
         env = os.environ if environ is None else environ
-        api_key = env.get("NMC_NOTIFYNL_API_KEY")
-        if not api_key:
-            raise NmcError("NMC_NOTIFYNL_API_KEY is not set: the worker cannot call NotifyNL")
+        keys_file = env.get("NMC_NOTIFYNL_KEYS_FILE") or None
         config = cls(
             database_url=env.get("NMC_WORKER_DATABASE_URL") or connection_url(settings, "worker"),
             notifynl_url=env.get("NMC_NOTIFYNL_URL") or DEFAULT_NOTIFYNL_URL,
-            notifynl_api_key=api_key,
+            notifynl_api_key=env.get("NMC_NOTIFYNL_API_KEY") or None,
+            notifynl_keys_file=Path(keys_file) if keys_file else None,
             profielservice_url=env.get("NMC_PROFIELSERVICE_URL") or None,
             ldv_url=env.get("NMC_LDV_URL") or None,
             ldv_file=Path(env.get("NMC_LDV_FILE") or settings.home / "ldv.jsonl"),
@@ -106,6 +120,13 @@ class WorkerConfig:
         )
         given = {name: value for name, value in overrides.items() if value is not None}
         return cls(**{**config.__dict__, **given})
+
+    def notify_keys(self) -> NotifyKeys:
+        """The NotifyNL keys: the keys file (read now: call once, at start-up) or the one key."""
+        if self.notifynl_keys_file is not None:
+            return read_notify_keys(self.notifynl_keys_file)
+        assert self.notifynl_api_key is not None  # noqa: S101 - __post_init__ checks
+        return single_notify_key(self.notifynl_api_key)
 
 
 def parse_kinds(text: str) -> tuple[str, ...]:

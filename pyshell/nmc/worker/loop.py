@@ -114,6 +114,7 @@ class Worker:
         environment's, read only when `terugkoppelen` is among the kinds."""
         ring = crypto.kek_ring() if ring is None else ring
         key = ldv.pseudonym_key() if pseudonym_key is None else pseudonym_key
+        notify_keys = config.notify_keys()  # the keys file is read here, once
         if terugkoppelen.SOORT in config.kinds:
             signing = load_signing_ring() if signing is None else signing
             if signing is None:
@@ -146,7 +147,7 @@ class Worker:
             )
             ctx = Context(
                 db=db,
-                notifynl=NotifyNL(client, config.notifynl_url, config.notifynl_api_key),
+                notifynl=NotifyNL(client, config.notifynl_url, notify_keys),
                 profielservice=(
                     Profielservice(client, config.profielservice_url)
                     if config.profielservice_url
@@ -189,6 +190,8 @@ class Worker:
             "worker-start",
             eigenaar=self.ctx.eigenaar,
             soorten=list(self.kinds),
+            # The Notify services with a key of their own (none: one key for every service).
+            notify_services=list(self.ctx.notifynl.services),
             batch=self.config.batch,
             concurrency=self.config.concurrency,
         )

@@ -20,10 +20,13 @@ async def handle(ctx: Context, taak) -> str:
 
 async def _ask(ctx: Context, taak) -> str:
     await ctx.extend_lease(taak.taak_id, taak.claim_epoch)
+    # A service sees only its own notifications: ask the one the attempt was sent through.
     if taak.notifynl_id is not None:
-        bericht = await ctx.notifynl.get_notification(taak.notifynl_id)
+        bericht = await ctx.notifynl.get_notification(taak.notifynl_id, service=taak.notify_service)
     else:
-        found = await ctx.notifynl.find_by_reference(str(taak.poging_id))
+        found = await ctx.notifynl.find_by_reference(
+            str(taak.poging_id), service=taak.notify_service
+        )
         bericht = found[-1] if found else None
     return await ctx.db.value(
         "finish_navraag",

@@ -52,7 +52,9 @@ async def _send(ctx: Context, taak) -> str:
         headers = await ctx.ldv.register(
             taak.trace_id, "notifynl.zoeken-op-referentie", ldv.ACTIVITEIT_VERZENDEN, betrokkene
         )
-        found = await ctx.notifynl.find_by_reference(str(taak.poging_id), headers=headers)
+        found = await ctx.notifynl.find_by_reference(
+            str(taak.poging_id), service=taak.notify_service, headers=headers
+        )
         if found:
             # NotifyNL lists newest first; the earliest send is the attempt's own id, and
             # receipts on any later one are recorded as duplicates by the SQL.
@@ -98,6 +100,7 @@ async def _send(ctx: Context, taak) -> str:
         taak.notifynl_template_id,
         opened.berichtgegevens,
         str(taak.poging_id),
+        service=taak.notify_service,  # the key of the service that owns the template
         headers=headers,
     )
     if isinstance(result, Accepted):
