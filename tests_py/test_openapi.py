@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nmc.api import openapi
 from nmc.api import validation as v
@@ -312,3 +314,43 @@ def test_the_webhook_is_documented_with_its_own_security(doc):
     assert webhook["security"] == [{"nmcWebhook": []}]
     assert "application/cloudevents-batch+json" in webhook["requestBody"]["content"]
     assert "jwks.json" in doc["info"]["description"]
+
+
+# --------------------------------------------------------------------------------------------
+# What the schema refuses, the validator refuses (and the other way round)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["a", " ", "\u00e9", "e\u0301", "\u0301", "\u0958", "\U0001f600"]),
+        max_size=210,
+    ).map("".join)
+)
+def test_dvref_length_means_what_the_schema_means(doc, text):
+    import jsonschema
+
+    schema = doc["components"]["schemas"]["DecentraalNotificatieVerzoek"]["properties"]["dvRef"]
+    in_schema = jsonschema.Draft202012Validator(schema).is_valid(text)
+    body = {"dvRef": text, "berichtType": "x", "emailAdres": "a@voorbeeld.nl"}
+    try:
+        v.validate_decentraal(body, now=datetime(2025, 1, 1, tzinfo=UTC))
+        accepted = True
+    except v.ValidationFailed:
+        accepted = False
+    assert accepted == in_schema
+
+
+def test_the_dvref_rule_and_null_are_in_the_contract(doc):
+    schemas = doc["components"]["schemas"]
+    dvref = schemas["DecentraalNotificatieVerzoek"]["properties"]["dvRef"]["description"]
+    assert "categorie C" in dvref and "U+0020" in dvref and "zoals verzonden" in dvref
+    for name in ("DecentraalNotificatieVerzoek", "CentraalNotificatieVerzoek"):
+        assert "null wordt geweigerd" in schemas[name]["description"]
+        for member in schemas[name]["properties"].values():
+            assert "null" not in str(member.get("type", "")), "no request member is nullable"
+    params = {p["name"]: p for p in doc["paths"]["/notificaties"]["get"]["parameters"]}
+    assert "categorie C" in params["dvRef"]["description"]
+    for regie in ("decentraal", "centraal"):
+        body = doc["paths"][f"/{regie}/notificaties"]["post"]["requestBody"]
+        assert "UTF-8" in body["description"] and "twee keer" in body["description"]

@@ -85,9 +85,26 @@ def test_full_centraal_canonical_form():
     }
 
 
-def test_null_optionals_equal_absent_ones():
-    nulls = decentraal(berichtgegevens=None, geldigTot=None, batchId=None, dienst=None)
-    assert v.validate_decentraal(nulls, now=NOW) == v.validate_decentraal(decentraal(), now=NOW)
+@pytest.mark.parametrize("name", ["berichtgegevens", "geldigTot", "batchId", "dienst"])
+def test_null_for_an_optional_field_is_refused(name):
+    # Not nullable in the contract: leave the field out instead.
+    for validate, body in ((v.validate_decentraal, decentraal), (v.validate_centraal, centraal)):
+        found = only_violation(
+            lambda validate=validate, body=body: validate(body(**{name: None}), now=NOW)
+        )
+        assert found == {"field": name, "in": "body", "message": v.NULL_MESSAGE}
+
+
+def test_null_batch_ids_in_a_batch_are_refused():
+    found = violations_of(
+        lambda: v.validate_batch(
+            {"batchId": None, "notificaties": [decentraal(), decentraal(dvRef="b", batchId=None)]},
+            "decentraal",
+            now=NOW,
+        )
+    )
+    assert sorted(fields(found)) == ["batchId", "notificaties[1].batchId"]
+    assert {item["message"] for item in found} == {v.NULL_MESSAGE}
 
 
 def test_equivalent_requests_hash_equally_and_different_ones_do_not():
@@ -374,15 +391,52 @@ def test_dvref_length_bounds():
         }
 
 
-def test_dvref_length_counts_characters_after_nfc():
-    decomposed = "e\u0301" * 200  # 400 code points, 200 after NFC
-    assert len(v.validate_decentraal(decentraal(dvRef=decomposed), now=NOW)["dvRef"]) == 200
+def test_lengths_count_the_code_points_the_dv_sent_as_the_schema_does():
+    # maxLength in the OpenAPI counts the code points of the string sent, before the NMC
+    # normalises it to NFC: the schema's verdict and the NMC's are the same.
+    decomposed = "e\u0301" * 100  # 200 code points sent, 100 after NFC
+    assert v.validate_decentraal(decentraal(dvRef=decomposed), now=NOW)["dvRef"] == "\u00e9" * 100
+    refused = only_violation(
+        lambda: v.validate_decentraal(decentraal(dvRef=decomposed + "e\u0301"), now=NOW)
+    )
+    assert refused["message"] == "moet 1 tot 200 tekens lang zijn"
+    growing = "\u0958" * 200  # 200 code points sent, 400 after NFC (a composition exclusion)
+    assert len(v.validate_decentraal(decentraal(dvRef=growing), now=NOW)["dvRef"]) == 400
+    assert v.validate_decentraal(decentraal(dienst="\u0958" * 100), now=NOW)["dienst"]
+    gegevens = {"tekst": "\u0958" * 2000}
+    assert v.validate_decentraal(decentraal(berichtgegevens=gegevens), now=NOW)
+    lijst = v.validate_lijst_query([("dvRef", growing)])
+    assert lijst["dvRef"] == v.validate_decentraal(decentraal(dvRef=growing), now=NOW)["dvRef"]
 
 
 @pytest.mark.parametrize("bad", ["a\x00b", "a\nb", "a\tb", "a\x7fb", "a\x85b", "a\ud800b"])
 def test_dvref_refuses_control_characters(bad):
     found = only_violation(lambda: v.validate_decentraal(decentraal(dvRef=bad), now=NOW))
-    assert found["message"] == "mag geen stuurtekens bevatten"
+    assert found["message"] == v.DVREF_CHARACTERS_MESSAGE
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "zaak\u200bX",  # zero width space (Cf)
+        "zaak\u202eX",  # right-to-left override (Cf)
+        "\ufeffzaakX",  # byte order mark (Cf)
+        "zaak\u00adX",  # soft hyphen (Cf)
+        "zaak\u2028X",  # line separator (Zl)
+        "zaak\u2029X",  # paragraph separator (Zp)
+        "zaak\u00a0X",  # no-break space (Zs)
+        "zaak\u3000X",  # ideographic space (Zs)
+        "zaak\ue000X",  # private use (Co)
+        "zaak\u0378X",  # unassigned (Cn)
+    ],
+)
+def test_dvref_refuses_invisible_format_and_separator_characters(bad):
+    # Two dvRefs that look the same must be the same dvRef: every character of Unicode
+    # category C or Z is refused, except the plain space U+0020.
+    found = only_violation(lambda: v.validate_decentraal(decentraal(dvRef=bad), now=NOW))
+    assert found == {"field": "dvRef", "in": "body", "message": v.DVREF_CHARACTERS_MESSAGE}
+    query = violations_of(lambda: v.validate_lijst_query([("dvRef", bad)]))
+    assert query == [{"field": "dvRef", "in": "query", "message": v.DVREF_CHARACTERS_MESSAGE}]
 
 
 @pytest.mark.parametrize("bad", [1, ["a"], {"a": 1}, True])

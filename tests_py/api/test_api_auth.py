@@ -8,6 +8,7 @@ import json
 import time
 import uuid
 
+import httpx
 import jwt
 import pytest
 from apitest import AUDIENCE, BASE, ISSUER, OIN_A, OIN_B, OIN_UNKNOWN, auth, decentraal, token
@@ -167,3 +168,13 @@ def test_rsa_tokens_from_a_jwks_are_accepted(api_env, dvs, monkeypatch, alg):
             DECENTRAAL, json=decentraal(), headers={"Authorization": f"Bearer {bearer}"}
         )
         assert response.status_code == 202
+
+
+def test_two_authorization_headers_are_401(client):
+    # Which of the two would count is a guess between proxies and the NMC: refuse both.
+    headers = [("Authorization", f"Bearer {token(OIN_A)}"), ("Authorization", "Bearer x.y.z")]
+    for pair in (headers, headers[::-1], [headers[0], headers[0]]):
+        response = client.post(DECENTRAAL, json=decentraal(), headers=httpx.Headers(pair))
+        assert response.status_code == 401, response.text
+        assert response.headers["www-authenticate"].startswith('Bearer realm="nmc"')
+    assert client.post(DECENTRAAL, json=decentraal(), headers=auth()).status_code == 202

@@ -223,3 +223,14 @@ def test_to_is_nowhere_in_the_database(client, conn, poging_id):
     for table in tables:
         for (text,) in conn.execute(f"SELECT t::text FROM nmc.{table} AS t").fetchall():  # noqa: S608
             assert not any(needle in text.lower() for needle in needles), table
+
+
+def test_two_authorization_headers_on_the_callback_are_401(client, conn, poging_id):
+    import httpx
+
+    for second in (bearer("verkeerd-token"), bearer()):
+        headers = httpx.Headers([*bearer().items(), *second.items()])
+        response = client.post(CALLBACK, json=receipt(poging_id), headers=headers)
+        assert response.status_code == 401, response.text
+    assert receipt_taken(conn) == []
+    assert client.post(CALLBACK, json=receipt(poging_id), headers=bearer()).status_code == 200

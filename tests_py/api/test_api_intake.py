@@ -437,3 +437,75 @@ def test_replays_do_not_count_against_the_quota(client, apply_dv):
     body = decentraal()
     for _ in range(3):
         assert client.post(DECENTRAAL, json=body, headers=auth(oin)).status_code == 202
+
+
+@pytest.mark.parametrize("codec", ["utf-16", "utf-16-le", "utf-16-be", "utf-32"])
+def test_a_body_that_is_not_utf8_is_refused(client, codec):
+    import json
+
+    body = json.dumps(decentraal()).encode(codec)
+    response = client.post(
+        DECENTRAAL, content=body, headers={**auth(), "Content-Type": "application/json"}
+    )
+    assert response.status_code == 400, response.text
+    assert response.json()["violations"][0]["field"] == ""
+
+
+def test_a_byte_order_mark_is_refused(client):
+    import json
+
+    body = b"\xef\xbb\xbf" + json.dumps(decentraal()).encode()
+    response = client.post(
+        DECENTRAAL, content=body, headers={**auth(), "Content-Type": "application/json"}
+    )
+    assert response.status_code == 400
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'{"dvRef": "zaak-a", "dvRef": "zaak-b", "berichtType": "aanslag",'
+        b' "emailAdres": "info@voorbeeld.nl"}',
+        b'{"dvRef": "zaak-a", "berichtType": "aanslag", "emailAdres": "info@voorbeeld.nl",'
+        b' "berichtgegevens": {"naam": "a", "naam": "b"}}',
+    ],
+)
+def test_a_member_twice_in_one_object_is_refused(client, conn, content):
+    response = client.post(
+        DECENTRAAL, content=content, headers={**auth(), "Content-Type": "application/json"}
+    )
+    assert response.status_code == 400, response.text
+    assert response.json()["violations"] == [
+        {"field": "", "in": "body", "message": "bevat een veld twee keer in hetzelfde object"}
+    ]
+    assert conn.execute("SELECT count(*) FROM nmc.notificatie").fetchone()[0] == 0
+
+
+def test_a_member_twice_in_a_batch_item_is_refused(client):
+    content = (
+        b'{"notificaties": [{"dvRef": "zaak-a", "berichtType": "aanslag",'
+        b' "emailAdres": "a@voorbeeld.nl", "emailAdres": "b@voorbeeld.nl"}]}'
+    )
+    response = client.post(
+        DECENTRAAL + "/_batch",
+        content=content,
+        headers={**auth(), "Content-Type": "application/json"},
+    )
+    assert response.status_code == 400, response.text
+
+
+def test_invisible_characters_do_not_make_a_second_notification(client, conn):
+    first = client.post(DECENTRAAL, json=decentraal(dvRef="zaakX"), headers=auth())
+    assert first.status_code == 202
+    for lookalike in ("zaak\u200bX", "zaak\u202eX", "zaak\u00a0X", "\ufeffzaakX"):
+        response = client.post(DECENTRAAL, json=decentraal(dvRef=lookalike), headers=auth())
+        assert response.status_code == 400, response.text
+        assert response.json()["violations"][0]["field"] == "dvRef"
+    assert conn.execute("SELECT count(*) FROM nmc.notificatie").fetchone()[0] == 1
+
+
+@pytest.mark.parametrize("name", ["berichtgegevens", "dienst", "geldigTot", "batchId"])
+def test_null_for_an_optional_field_is_a_400(client, name):
+    response = client.post(DECENTRAAL, json=decentraal(**{name: None}), headers=auth())
+    assert response.status_code == 400, response.text
+    assert [item["field"] for item in response.json()["violations"]] == [name]

@@ -75,6 +75,24 @@ def _problem_example(slug: str, status: int, title: str, detail: str, **extra: A
     }
 
 
+DVREF_RULE = (
+    "Alleen zichtbare tekens en de gewone spatie: geen teken uit Unicode-categorie C "
+    "(stuurtekens, opmaaktekens zoals U+200B en U+202E, U+FEFF, privégebruik, niet "
+    "toegekend) of Z (scheidingstekens zoals U+00A0 en U+2028), behalve de spatie U+0020. "
+    "Zo zien twee verschillende dvRefs er nooit hetzelfde uit. Het NMC normaliseert naar NFC: "
+    "dvRefs die alleen daarin verschillen zijn dezelfde. De lengte telt de tekens "
+    "(codepunten) zoals verzonden, vóór die normalisatie."
+)
+JSON_BODY_RULE = (
+    "JSON (RFC 8259) in UTF-8, zonder byte order mark en zonder een veldnaam die twee keer in "
+    "hetzelfde object voorkomt; anders 400."
+)
+LENGTHS_AND_NULLS = (
+    " Lengtes tellen de tekens (Unicode-codepunten) zoals verzonden, vóór de "
+    "NFC-normalisatie. Een optioneel veld zonder waarde laat u weg: null wordt geweigerd."
+)
+
+
 def _schemas() -> dict[str, Any]:
     text_no_controls = "Tekst zonder stuurtekens."
     common_properties: dict[str, Any] = {
@@ -86,7 +104,7 @@ def _schemas() -> dict[str, Any]:
                 "Eigen referentie van de dienstverlener, zonder persoonsgegevens. Het NMC "
                 "bewaart haar niet leesbaar: alleen een HMAC. Idempotentiesleutel: hetzelfde "
                 "verzoek met dezelfde dvRef geeft dezelfde notificatieId; een ander verzoek "
-                "met dezelfde dvRef geeft 409. " + text_no_controls
+                "met dezelfde dvRef geeft 409. " + DVREF_RULE
             ),
             "examples": ["zaak-2025-000123"],
         },
@@ -121,7 +139,8 @@ def _schemas() -> dict[str, Any]:
     }
     decentraal = {
         "type": "object",
-        "description": "Notificatie met het e-mailadres van de ontvanger (decentrale regie).",
+        "description": "Notificatie met het e-mailadres van de ontvanger (decentrale regie)."
+        + LENGTHS_AND_NULLS,
         "additionalProperties": False,
         "required": ["dvRef", "berichtType", "emailAdres"],
         "properties": {
@@ -148,7 +167,7 @@ def _schemas() -> dict[str, Any]:
         "type": "object",
         "description": (
             "Notificatie met een identificerend nummer (centrale regie): het NMC haalt het "
-            "e-mailadres bij de Profielservice op tijdens het verzenden."
+            "e-mailadres bij de Profielservice op tijdens het verzenden." + LENGTHS_AND_NULLS
         ),
         "additionalProperties": False,
         "required": ["dvRef", "berichtType", "identificatieType", "identificatieNummer"],
@@ -369,7 +388,7 @@ def _batch_schema(item: str) -> dict[str, Any]:
         "description": (
             "Eén aanlevering van 1 tot 1000 notificaties, als geheel gevalideerd en als geheel "
             "aangenomen of geweigerd. Een batchId van een element moet gelijk zijn aan die van "
-            "de batch; een dvRef mag maar één keer in een batch voorkomen."
+            "de batch; een dvRef mag maar één keer in een batch voorkomen." + LENGTHS_AND_NULLS
         ),
         "properties": {
             "batchId": {"type": "string", "format": "uuid"},
@@ -566,6 +585,7 @@ def _intake_operation(regie: str, batch: bool) -> dict[str, Any]:
         "summary": summary,
         "requestBody": {
             "required": True,
+            "description": JSON_BODY_RULE,
             "content": {_JSON: {"schema": _schema(request_schema)}},
         },
         "responses": {
@@ -601,6 +621,7 @@ def _paths() -> dict[str, Any]:
                         "name": "dvRef",
                         "in": "query",
                         "required": True,
+                        "description": "De dvRef van de aanname. " + DVREF_RULE,
                         "schema": {"type": "string", "minLength": 1, "maxLength": v.DVREF_MAX},
                     },
                     {

@@ -16,6 +16,7 @@ from nmc.api.feed_query import (
     TOKEN_PATTERN,
 )
 from nmc.api.openapi import (
+    JSON_BODY_RULE,
     _api_version_headers,
     _errors,
     _problem_example,
@@ -323,6 +324,7 @@ def _bevestiging() -> dict[str, Any]:
         ),
         "requestBody": {
             "required": True,
+            "description": JSON_BODY_RULE,
             "content": {
                 _JSON: {
                     "schema": _schema("Bevestiging"),

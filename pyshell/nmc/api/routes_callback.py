@@ -53,7 +53,8 @@ async def notifynl_callback(request: Request) -> Response:
     if expected is None:
         log.error("NotifyNL callback refused: NMC_NOTIFYNL_CALLBACK_TOKEN is not set")
         return unavailable().to_response(services.settings.problem_base_uri)
-    if not token_matches(request.headers.get("authorization"), expected):
+    authorization = request.headers.getlist("authorization")  # sent twice: refused
+    if len(authorization) != 1 or not token_matches(authorization[0], expected):
         await count_refused(services)
         raise unauthenticated("ongeldig callback-token")
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from starlette.requests import Request
 
-from nmc.api.auth import LEEWAY_SECONDS, BearerVerifier, Principal
+from nmc.api.auth import LEEWAY_SECONDS, BearerVerifier, Principal, Unauthenticated
 from nmc.api.db import DbClock, Dienstverlener, DvRegister, Pool
 from nmc.api.problems import forbidden
 from nmc.api.receipt_batcher import ReceiptBatcher
@@ -89,10 +89,19 @@ def services_of(request: Request) -> Services:
     return request.app.state.nmc
 
 
+def authorization_of(request: Request) -> str | None:
+    """The request's one Authorization header. Sent twice it is refused (401): which of the
+    two counts would be a guess, and a proxy in front may guess otherwise than the NMC."""
+    values = request.headers.getlist("authorization")
+    if len(values) > 1:
+        raise Unauthenticated("Authorization-header mag maar een keer voorkomen")
+    return values[0] if values else None
+
+
 async def caller(request: Request) -> Dienstverlener:
     """The DV behind the bearer token: 401 for a bad token, 403 for an OIN not onboarded."""
     services = services_of(request)
-    principal = await services.tokens.principal(request.headers.get("authorization"))
+    principal = await services.tokens.principal(authorization_of(request))
     dv = await services.register.find(principal.oin)
     if dv is None:
         raise forbidden()

@@ -6,6 +6,13 @@ the empty string means the body as a whole. Messages are fixed Dutch texts: they
 never the value, because the values are personal data (SPEC §8). A field name the caller made
 up is only repeated when it looks like a field name (letters, digits, `_`, `.`, `-`).
 
+An optional member is either absent or has a value of its type: `null` is refused (the
+contract has no nullable request member). Lengths are counted as the OpenAPI schema's
+`maxLength` counts them: code points of the string the DV sent, before normalisation. A dvRef
+holds no character of Unicode category C (control, format, surrogate, private use,
+unassigned) or Z (separators) other than the plain space U+0020, which is exactly what
+`str.isprintable` accepts: two dvRefs that look the same are the same dvRef.
+
 On success the validators return the *canonical* request: a plain dict with every optional member
 present (None when absent), strings NFC-normalised, `geldigTot` in UTC with a `Z`, `batchId` in
 lower case, e-mail domains in lower case. `crypto.payload_hash` over it is the idempotency hash,
@@ -56,6 +63,13 @@ BATCH_MAX = 1000
 LIJST_LIMIET_DEFAULT = 20
 LIJST_LIMIET_MAX = 100
 CURSOR_PATTERN = r"^[A-Za-z0-9_-]{1,500}$"
+
+NULL_MESSAGE = "mag niet null zijn: laat het veld weg als het geen waarde heeft"
+DVREF_CHARACTERS_MESSAGE = (
+    "mag alleen zichtbare tekens en de gewone spatie bevatten (geen stuurtekens, opmaak- of "
+    "onzichtbare tekens en geen andere spaties of regelscheidingen)"
+)
+_ABSENT: Any = object()  # body.get default: tells an absent member from a null one
 
 CALLBACK_URL_MESSAGE = (
     "wordt niet per notificatie opgegeven: de webhook wordt per dienstverlener geregistreerd "
@@ -193,7 +207,7 @@ def validate_lijst_query(params: Iterable[tuple[str, str]]) -> dict[str, Any]:
     if dvref is None:
         errors.add("dvRef", "is verplicht", "query")
     else:
-        dvref = _text(dvref, "dvRef", errors, max_len=DVREF_MAX, location="query")
+        dvref = _dvref(dvref, "dvRef", errors, location="query")
     limiet = LIJST_LIMIET_DEFAULT
     if "limiet" in seen:
         text = seen["limiet"]
@@ -310,7 +324,7 @@ def _notificatie(
     allowed = DECENTRAAL_FIELDS if regie == "decentraal" else CENTRAAL_FIELDS
     _unknown_fields(body, allowed, prefix, errors, regie=regie)
 
-    dvref = _required_text(body, "dvRef", prefix, errors, max_len=DVREF_MAX)
+    dvref = _dvref(body.get("dvRef"), prefix + "dvRef", errors)
     berichttype = _required_text(body, "berichtType", prefix, errors, max_len=BERICHTTYPE_MAX)
     if berichttype is not None and not _BERICHTTYPE.match(berichttype):
         errors.add(prefix + "berichtType", "mag alleen A-Z, a-z, 0-9, '.', '_' en '-' bevatten")
@@ -327,10 +341,13 @@ def _notificatie(
     if batch_id is not None and own_batch_id is not None and own_batch_id != batch_id:
         errors.add(prefix + "batchId", "wijkt af van de batchId van de batch")
     canonical["batchId"] = batch_id if batch_id is not None else own_batch_id
-    dienst = body.get("dienst")
-    canonical["dienst"] = (
-        None if dienst is None else _text(dienst, prefix + "dienst", errors, max_len=DIENST_MAX)
-    )
+    dienst = body.get("dienst", _ABSENT)
+    if dienst is _ABSENT:
+        canonical["dienst"] = None
+    elif dienst is None:
+        errors.add(prefix + "dienst", NULL_MESSAGE)
+    else:
+        canonical["dienst"] = _text(dienst, prefix + "dienst", errors, max_len=DIENST_MAX)
     return canonical if len(errors.items) == before else None
 
 
@@ -390,18 +407,36 @@ def _text(
     allow: frozenset[str] = frozenset(),
     location: Location = "body",
 ) -> str | None:
-    """A string of 1..max_len characters (after NFC) without control characters or surrogates."""
+    """A string of 1..max_len characters (as sent) without control characters or surrogates,
+    NFC-normalised."""
     if not isinstance(value, str):
         errors.add(field, "moet een tekst zijn", location)
         return None
     if _has_bad_chars(value, allow):
         errors.add(field, "mag geen stuurtekens bevatten", location)
         return None
-    value = unicodedata.normalize("NFC", value)
     if not 1 <= len(value) <= max_len:
         errors.add(field, f"moet 1 tot {max_len} tekens lang zijn", location)
         return None
-    return value
+    return unicodedata.normalize("NFC", value)
+
+
+def _dvref(value: Any, field: str, errors: _Collector, location: Location = "body") -> str | None:
+    """A dvRef: 1..DVREF_MAX characters as sent, visible ones and the plain space only
+    (str.isprintable, in C: no category C or Z other than U+0020), NFC-normalised."""
+    if value is None:
+        errors.add(field, "is verplicht", location)
+        return None
+    if not isinstance(value, str):
+        errors.add(field, "moet een tekst zijn", location)
+        return None
+    if not value.isprintable():
+        errors.add(field, DVREF_CHARACTERS_MESSAGE, location)
+        return None
+    if not 1 <= len(value) <= DVREF_MAX:
+        errors.add(field, f"moet 1 tot {DVREF_MAX} tekens lang zijn", location)
+        return None
+    return value if value.isascii() else unicodedata.normalize("NFC", value)
 
 
 def _has_bad_chars(value: str, allow: frozenset[str]) -> bool:
@@ -423,10 +458,10 @@ def _email(body: dict[str, Any], prefix: str, errors: _Collector) -> str | None:
     if not isinstance(value, str):
         errors.add(field, "moet een tekst zijn")
         return None
-    value = unicodedata.normalize("NFC", value)
     if len(value) > EMAIL_MAX:
         errors.add(field, f"is langer dan {EMAIL_MAX} tekens")
         return None
+    value = unicodedata.normalize("NFC", value)
     if not is_valid_email(value):
         errors.add(
             field,
@@ -471,8 +506,11 @@ def _identificatie(body: dict[str, Any], prefix: str, errors: _Collector) -> dic
 
 def _berichtgegevens(body: dict[str, Any], prefix: str, errors: _Collector) -> dict[str, str]:
     field = prefix + "berichtgegevens"
-    value = body.get("berichtgegevens")
+    value = body.get("berichtgegevens", _ABSENT)
+    if value is _ABSENT:
+        return {}
     if value is None:
+        errors.add(field, NULL_MESSAGE)
         return {}
     if not isinstance(value, dict):
         errors.add(field, "moet een object met tekstwaarden zijn")
@@ -495,10 +533,10 @@ def _berichtgegevens(body: dict[str, Any], prefix: str, errors: _Collector) -> d
                 f"{field}.{key}", "mag geen stuurtekens bevatten (behalve tab en regeleinde)"
             )
             continue
-        item = unicodedata.normalize("NFC", item)
         if len(item) > BERICHTGEGEVENS_VALUE_MAX:
             errors.add(f"{field}.{key}", f"is langer dan {BERICHTGEGEVENS_VALUE_MAX} tekens")
             continue
+        item = unicodedata.normalize("NFC", item)
         total += len(key) + (len(item) if item.isascii() else len(item.encode("utf-8")))
         out[key] = item
     if bad_keys:
@@ -518,8 +556,11 @@ def _berichtgegevens(body: dict[str, Any], prefix: str, errors: _Collector) -> d
 
 def _geldig_tot(body: dict[str, Any], prefix: str, errors: _Collector, now: datetime) -> str | None:
     field = prefix + "geldigTot"
-    value = body.get("geldigTot")
+    value = body.get("geldigTot", _ABSENT)
+    if value is _ABSENT:
+        return None
     if value is None:
+        errors.add(field, NULL_MESSAGE)
         return None
     moment = parse_rfc3339(value) if isinstance(value, str) else None
     if moment is None:
@@ -532,8 +573,11 @@ def _geldig_tot(body: dict[str, Any], prefix: str, errors: _Collector, now: date
 
 
 def _optional_uuid(body: dict[str, Any], name: str, prefix: str, errors: _Collector) -> str | None:
-    value = body.get(name)
+    value = body.get(name, _ABSENT)
+    if value is _ABSENT:
+        return None
     if value is None:
+        errors.add(prefix + name, NULL_MESSAGE)
         return None
     if not isinstance(value, str) or not _UUID.match(value):
         errors.add(prefix + name, "moet een UUID zijn")
