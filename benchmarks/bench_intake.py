@@ -493,8 +493,8 @@ def bench_intake(admin_url: str, options: IntakeOptions | None = None) -> dict:
             )
             print(
                 f"targets: single >= 60% of the SQL ceiling: {ratio:.0%}; "
-                f"batch >= 20,000/s: {median['http_batch']:.0f}/s "
-                f"({median['http_batch'] / median['sql_batch']:.0%} of its SQL ceiling)",
+                f"batch >= 60% of its SQL ceiling: {median['http_batch']:.0f}/s, "
+                f"{median['http_batch'] / median['sql_batch']:.0%}",
                 flush=True,
             )
     finally:

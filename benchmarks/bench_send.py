@@ -6,15 +6,21 @@
 Sections, each on a fresh database of the embedded cluster (or NMC_DATABASE_URL's server):
 
 engine   the bare task engine: 200k no-op tasks claimed and finished through
-         nmc.claim_taken + nmc.finish_taken (batch 1000, 4 connections, 10 DVs).
-         Target >= 20,000 tasks/s.
+         nmc.claim_taken + nmc.finish_taken (batch 1000, 4 connections, 10 DVs), next to
+         its ceiling in the same run: the same rows claimed and finished by plain UPDATEs
+         (the next batch of open tasks SKIP LOCKED, then done), none of the NMC's rules
+         (no fair share per DV, no expired leases first, no claim epoch checks).
+         Target: >= 30% of that ceiling.
 claim    claim latency with 10k vs 1M open tasks (100 DVs), for nmc.claim_taken and for
          nmc.claim_verzenden (batch 20). Target: ratio <= 1.5.
 drain    drain without a budget: `nmc worker` logic in this process (batch 100, 200 sends
          at a time, on uvloop as `nmc worker` runs) against the NotifyNL simulator in its own
          process (`nmc sim notifynl`), LDV to a fsync'd file. Prints CPU ms per send of the
-         worker, the simulator and PostgreSQL, and commits per send (group commit).
-         Target >= 1,000 sends/s on 2 cores.
+         worker, the simulator and PostgreSQL, and commits per send (group commit). Its
+         ceiling in the same run: the same sends through the worker's SQL calls alone
+         (claim_verzenden and finish_verzenden_batch, as the worker's named queries, over
+         4 connections, on notificaties made the same way), without HTTP, crypto or LDV.
+         Target: >= 30% of that ceiling.
 budget   drain with a budget: real time over whole one-minute windows; sends per window must
          equal the budget within 1% and never exceed it.
 
@@ -50,6 +56,7 @@ from nmc.config import Settings  # noqa: E402
 from nmc.database import connection_url, with_overrides  # noqa: E402
 from nmc.embedded_db import EmbeddedCluster  # noqa: E402
 from nmc.migrate import migrate  # noqa: E402
+from nmc.queries import QUERIES  # noqa: E402
 from nmc.worker.config import WorkerConfig  # noqa: E402
 from nmc.worker.loop import Worker  # noqa: E402
 
@@ -196,44 +203,106 @@ def intake_sealed(conn, dv_id: int, count: int, ring: crypto.KekRing) -> None:
 # ------------------------------------------------------------------------------------ engine
 
 
-def bench_engine(admin_url: str, total=200_000, batch=1000, connections=4, dv_count=10) -> dict:
-    with fresh_database(admin_url) as url:
-        with psycopg.connect(url, autocommit=True) as conn:
-            bulk_tasks(conn, "wissen", total, onboard(conn, dv_count))
-        worker_url = with_overrides(url, user="nmc_worker")
-        done = [0] * connections
-        barrier = threading.Barrier(connections + 1)
+def run_claimers(url: str, connections: int, step) -> tuple[int, float]:
+    """`connections` threads, each on its own connection, call `step(conn, slot)` (which
+    returns how many tasks it finished) until it finished nothing twice in a row; returns
+    (tasks, seconds) from the moment all are connected."""
+    done = [0] * connections
+    failures: list[BaseException] = []
+    barrier = threading.Barrier(connections + 1)
 
-        def run(slot: int) -> None:
-            with psycopg.connect(worker_url, autocommit=True) as conn:
-                claim = "SELECT taak_id, claim_epoch FROM nmc.claim_taken('wissen', %s, %s)"
-                finish = "SELECT cardinality(nmc.finish_taken(%s::bigint[], %s::integer[]))"
+    def run(slot: int) -> None:
+        try:
+            with psycopg.connect(url, autocommit=True) as conn:
                 barrier.wait()
                 empty = 0
                 while empty < 2:
-                    rows = conn.execute(claim, [f"bench-{slot}", batch]).fetchall()
-                    if not rows:
-                        empty += 1
-                        continue
-                    empty = 0
-                    ids, epochs = zip(*rows, strict=True)
-                    done[slot] += conn.execute(finish, [list(ids), list(epochs)]).fetchone()[0]
+                    finished = step(conn, slot)
+                    empty = 0 if finished else empty + 1
+                    done[slot] += finished
+        except BaseException as error:  # reported below; a silent death would skew the rate
+            failures.append(error)
+            barrier.abort()
 
-        threads = [threading.Thread(target=run, args=(n,)) for n in range(connections)]
-        for thread in threads:
-            thread.start()
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(connections)]
+    for thread in threads:
+        thread.start()
+    with suppress(threading.BrokenBarrierError):
         barrier.wait()
-        started = time.perf_counter()
-        for thread in threads:
-            thread.join()
-        elapsed = time.perf_counter() - started
-    return {
-        "tasks": sum(done),
+    started = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise RuntimeError(f"a claimer failed: {failures[0]!r}")
+    return sum(done), time.perf_counter() - started
+
+
+ENGINE_CLAIM = "SELECT taak_id, claim_epoch FROM nmc.claim_taken('wissen', %s, %s)"
+ENGINE_FINISH = "SELECT cardinality(nmc.finish_taken(%s::bigint[], %s::integer[]))"
+# The engine's ceiling: the same row changes as plain statements, none of the NMC's rules.
+PLAIN_CLAIM = """
+UPDATE nmc.taak AS t
+SET staat = 'claimed', lease_eigenaar = %s, lease_tot = now() + interval '2 minutes',
+    claim_epoch = t.claim_epoch + 1
+FROM (
+    SELECT o.id FROM nmc.taak AS o
+    WHERE o.soort = 'wissen' AND o.staat = 'open'
+    ORDER BY o.soort, o.dv_id, o.due
+    LIMIT %s
+    FOR UPDATE SKIP LOCKED
+) AS v
+WHERE t.id = v.id
+RETURNING t.id
+"""
+PLAIN_FINISH = """
+UPDATE nmc.taak SET staat = 'done', afgerond_op = now(), lease_eigenaar = NULL, lease_tot = NULL
+WHERE id = ANY(%s::bigint[])
+"""
+
+
+def bench_engine(
+    admin_url: str, total=200_000, batch=1000, connections=4, dv_count=10, ceiling=True
+) -> dict:
+    """Tasks per second through nmc.claim_taken + nmc.finish_taken, and (`ceiling`) the same
+    on a second fresh database with plain UPDATEs as admin."""
+
+    def engine_step(conn, slot: int) -> int:
+        rows = conn.execute(ENGINE_CLAIM, [f"bench-{slot}", batch]).fetchall()
+        if not rows:
+            return 0
+        ids, epochs = zip(*rows, strict=True)
+        return conn.execute(ENGINE_FINISH, [list(ids), list(epochs)]).fetchone()[0]
+
+    def plain_step(conn, slot: int) -> int:
+        ids = [row[0] for row in conn.execute(PLAIN_CLAIM, [f"bench-{slot}", batch]).fetchall()]
+        if not ids:
+            return 0
+        return conn.execute(PLAIN_FINISH, [ids]).rowcount
+
+    with fresh_database(admin_url) as url:
+        with psycopg.connect(url, autocommit=True) as conn:
+            bulk_tasks(conn, "wissen", total, onboard(conn, dv_count))
+        tasks, elapsed = run_claimers(
+            with_overrides(url, user="nmc_worker"), connections, engine_step
+        )
+    result = {
+        "tasks": tasks,
         "seconds": round(elapsed, 2),
-        "tasks_per_s": round(sum(done) / elapsed),
+        "tasks_per_s": round(tasks / elapsed),
         "batch": batch,
         "connections": connections,
     }
+    if ceiling:
+        with fresh_database(admin_url) as url:
+            with psycopg.connect(url, autocommit=True) as conn:
+                bulk_tasks(conn, "wissen", total, onboard(conn, dv_count))
+            plain, plain_elapsed = run_claimers(url, connections, plain_step)
+        result["ceiling"] = {
+            "what": "plain UPDATEs of the same rows (claim SKIP LOCKED, then done)",
+            "tasks": plain,
+            "tasks_per_s": round(plain / plain_elapsed),
+        }
+    return result
 
 
 # ------------------------------------------------------------------------------------ claim
@@ -376,7 +445,47 @@ def worker_config(url, sim_url, api_key, tmp: Path, batch, concurrency) -> Worke
     )
 
 
-def bench_drain(admin_url: str, count=20_000, batch=100, concurrency=200) -> dict:
+def sql_send_ceiling(admin_url: str, count: int, batch: int, connections: int = 4) -> dict:
+    """The send path's SQL alone, on a fresh database with `count` notificaties made as the
+    drain's are: the worker's named queries claim_verzenden and finish_verzenden_batch (every
+    send reported verzonden with a NotifyNL id, in one group commit per claim) as nmc_worker
+    over `connections` connections. No HTTP, no crypto, no LDV: what the worker could reach
+    if everything between claim and commit were free."""
+    ring = crypto.parse_kek_ring(crypto.new_kek_ring("kek-bench"))
+
+    def step(conn, slot: int) -> int:
+        claimed = conn.execute(
+            QUERIES["claim_verzenden"], {"eigenaar": f"ceiling-{slot}", "batch": batch}
+        ).fetchall()
+        if not claimed:
+            return 0
+        params = {
+            "taak_ids": [row[0] for row in claimed],
+            "claim_epochs": [row[1] for row in claimed],
+            "uitkomsten": ["verzonden"] * len(claimed),
+            "notifynl_ids": [uuid.uuid4() for _ in claimed],
+            "contactgegeven_ids": [None] * len(claimed),
+        }
+        rows = conn.execute(QUERIES["finish_verzenden_batch"], params).fetchall()
+        return sum(1 for _, _, fout in rows if fout is None)
+
+    with fresh_database(admin_url) as url:
+        with psycopg.connect(url, autocommit=True) as conn:
+            [dv_id] = onboard(conn, 1)
+            set_budget(conn, 100_000_000)
+            intake_sealed(conn, dv_id, count, ring)
+            conn.execute("VACUUM ANALYZE")
+        sent, elapsed = run_claimers(with_overrides(url, user="nmc_worker"), connections, step)
+    return {
+        "what": "the worker's SQL calls alone (claim_verzenden + finish_verzenden_batch)",
+        "sent": sent,
+        "sends_per_s": round(sent / elapsed),
+        "connections": connections,
+        "batch": batch,
+    }
+
+
+def bench_drain(admin_url: str, count=20_000, batch=100, concurrency=200, ceiling=True) -> dict:
     ring = crypto.parse_kek_ring(crypto.new_kek_ring("kek-bench"))
     api_key = f"bench-{uuid.uuid4()}-{uuid.uuid4()}"
     with fresh_database(admin_url) as url, notifynl_simulator(api_key) as (sim_url, sim_pid):
@@ -430,6 +539,7 @@ def bench_drain(admin_url: str, count=20_000, batch=100, concurrency=200) -> dic
         "load_average": round(os.getloadavg()[0], 2),
         "batch": batch,
         "concurrency": concurrency,
+        **({"ceiling": sql_send_ceiling(admin_url, count, batch)} if ceiling else {}),
     }
 
 

@@ -8,6 +8,12 @@ ratio and verdict, written as Markdown and JSON together with the machine it ran
 Each benchmark module (bench_intake, bench_send, bench_fairness, bench_callback, bench_feed)
 stays runnable on its own; this script calls their bench_… functions, each on fresh
 databases of the embedded cluster (or NMC_DATABASE_URL's server) that it drops afterwards.
+Every target is relative, so that a verdict means the same on any machine: a rate or a time
+is held against a ceiling measured in the same run on the same machine (the raw SQL call
+the NMC makes, or the same rows changed or read by plain SQL with no NMC logic), as a share
+of it (rates: "≥ 60% of the SQL ceiling") or a multiple (times: "≤ 3x the plain read"); the
+other targets are ratios of two figures of the run, a configured budget, or a fair share of
+the workload. The absolute figures stay in the table (figure, ceiling) as information.
 "ratio" is always figure ÷ target: a "≥" target passes at 1 or more, a "≤" target at 1 or
 less. A missed target is a finding, not a crash: the exit code is 1 only when a benchmark
 could not run.
@@ -104,6 +110,11 @@ class Row:
     ok: bool | None = None
     detail: str = ""
     verdict: str = ""
+    # For a rate or a time: the ceiling measured in the same run (same unit), what it is,
+    # and the target as a share (rates) or multiple (times) of it.
+    ceiling: float | None = None
+    ceiling_what: str = ""
+    share: float | None = None
 
     def __post_init__(self) -> None:
         if not self.verdict:
@@ -142,6 +153,26 @@ def at_most(name: str, figure: float, target: float, unit: str, detail="", shown
     )
 
 
+def share_of_ceiling(
+    name: str, figure: float, ceiling: float, share: float, unit: str, what: str, detail=""
+) -> Row:
+    """A rate that must reach `share` of its ceiling (`what`, measured in the same run)."""
+    row = at_least(name, figure, share * ceiling, unit, detail, f"≥ {share:.0%} of {what}")
+    row.ceiling, row.ceiling_what, row.share = ceiling, what, share
+    row.detail = f"{figure / ceiling:.0%} of the ceiling" + (f"; {detail}" if detail else "")
+    return row
+
+
+def multiple_of_ceiling(
+    name: str, figure: float, ceiling: float, factor: float, unit: str, what: str, detail=""
+) -> Row:
+    """A time that may take at most `factor` times its ceiling (`what`, the same run's)."""
+    row = at_most(name, figure, factor * ceiling, unit, detail, f"≤ {factor:g}x {what}")
+    row.ceiling, row.ceiling_what, row.share = ceiling, what, factor
+    row.detail = f"{figure / ceiling:.2f}x the ceiling" + (f"; {detail}" if detail else "")
+    return row
+
+
 def short(n: int) -> str:
     """10_000 -> 10k, 1_000_000 -> 1M: the sizes in row names."""
     for size, suffix in ((1_000_000, "M"), (1_000, "k")):
@@ -153,27 +184,38 @@ def short(n: int) -> str:
 # ------------------------------------------------------------------------------------ benchmarks
 
 
+# The levels ask about what the former fixed targets (20,000/s batch intake, 1,000 sends/s,
+# 2,000 receipts/s, a 20 ms page, 20,000 tasks/s) asked on the 2-core machine they were set
+# on, now of that run's own ceiling: 20,000 of its 31,911/s batch SQL ceiling is 63%; the
+# other ceilings were first measured later, so their levels are estimates (README).
+INTAKE_SHARE = 0.6  # of the SQL ceiling, single and batch alike
+DRAIN_SHARE = 0.3  # of the send path's SQL alone
+CALLBACK_SHARE = 0.1  # of nmc.store_receipts alone, grouped as the API groups
+FEED_FACTOR = 3  # times the plain read of the same page
+ENGINE_SHARE = 0.3  # of plain UPDATEs of the same rows
+
+
 def intake(admin_url: str, sizes: dict) -> tuple[dict, list[Row]]:
     r = bench_intake(admin_url, IntakeOptions(**sizes))
     ceiling, batch_ceiling = r["sql_single_per_s"], r["sql_batch_per_s"]
     return r, [
-        at_least(
+        share_of_ceiling(
             "intake single (HTTP)",
             r["http_single_per_s"],
-            0.6 * ceiling,
+            ceiling,
+            INTAKE_SHARE,
             "/s",
-            f"{r['single_share_of_ceiling']:.0%} of the SQL ceiling; p50 {r['p50_ms']:.1f} ms, "
-            f"p99 {r['p99_ms']:.1f} ms",
-            f"≥ 60% of SQL ceiling {ceiling:,}/s",
+            "the SQL ceiling (its SQL call made directly)",
+            f"p50 {r['p50_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms",
         ),
-        at_least(
+        share_of_ceiling(
             "intake batch (HTTP, 1000 per call)",
             r["http_batch_per_s"],
-            20_000,
+            batch_ceiling,
+            INTAKE_SHARE,
             "/s",
-            f"SQL ceiling {batch_ceiling:,}/s; HTTP is "
-            f"{r['http_batch_per_s'] / batch_ceiling:.0%} of it; CPU µs per item: API "
-            f"{r['cpu_us_per_batch_item']['api']:.0f}, PostgreSQL "
+            "the SQL ceiling (its SQL call made directly)",
+            f"CPU µs per item: API {r['cpu_us_per_batch_item']['api']:.0f}, PostgreSQL "
             f"{r['cpu_us_per_batch_item']['postgres']:.0f}",
         ),
     ]
@@ -183,11 +225,13 @@ def drain(admin_url: str, sizes: dict) -> tuple[dict, list[Row]]:
     r = bench_drain(admin_url, **sizes)
     cpu = r["cpu_ms_per_send"]
     return r, [
-        at_least(
+        share_of_ceiling(
             "send drain, no budget",
             r["sends_per_s"],
-            1000,
+            r["ceiling"]["sends_per_s"],
+            DRAIN_SHARE,
             "/s",
+            "the send path's SQL alone (claim_verzenden + finish_verzenden_batch)",
             f"{r['sent']:,} through the worker and the NotifyNL simulator; CPU ms per send: "
             f"worker {cpu['worker']}, simulator {cpu['sim']}, PostgreSQL {cpu['db']}",
         )
@@ -220,6 +264,18 @@ def fairness(admin_url: str, sizes: dict) -> tuple[dict, list[Row]]:
     title = f"fairness: {len(smalls)} DVs x {smalls[0]['notificaties']} beside a flood of "
     title += short(flood["notificaties"])
     fifo = max(d["fifo_ahead"] for d in smalls)
+    slowest = at_most(
+        f"{title}: slowest small DV done",
+        r["slowest_seconds"],
+        r["target_seconds"],
+        "s",
+        f"the flood took {flood['seconds']:.1f} s ({flood['per_s']:,}/s); bare claim/finish "
+        f"engine, {r['claimers']} claimers, batch {r['batch']}",
+        f"≤ {r['target_seconds']:.2f} s (that many tasks at the flood's rate)",
+    )
+    # Its ceiling is the same run's: the time the flood itself needed for that many tasks.
+    slowest.ceiling, slowest.share = r["target_seconds"], 1.0
+    slowest.ceiling_what = "the flood's own time for that many tasks"
     rows = [
         at_most(
             f"{title}: tasks claimed while the slowest waits",
@@ -229,15 +285,7 @@ def fairness(admin_url: str, sizes: dict) -> tuple[dict, list[Row]]:
             f"fair share {r['fair_share']:,}; first-in first-out would be {fifo:,}",
             f"≤ {r['target_claimed_ahead']:,} tasks (1.5 x fair share)",
         ),
-        at_most(
-            f"{title}: slowest small DV done",
-            r["slowest_seconds"],
-            r["target_seconds"],
-            "s",
-            f"the flood took {flood['seconds']:.1f} s ({flood['per_s']:,}/s); bare claim/finish "
-            f"engine, {r['claimers']} claimers, batch {r['batch']}",
-            f"≤ {r['target_seconds']:.2f} s (that many tasks at the flood's rate)",
-        ),
+        slowest,
     ]
     if not r["all_sent"]:  # fast because it failed is not fair
         for row in rows:
@@ -249,11 +297,13 @@ def fairness(admin_url: str, sizes: dict) -> tuple[dict, list[Row]]:
 def callback(admin_url: str, sizes: dict) -> tuple[dict, list[Row]]:
     r = bench_callback(admin_url, **sizes)
     return r, [
-        at_least(
+        share_of_ceiling(
             "receipt ingest (HTTP callback)",
             r["receipts_per_s"],
-            2000,
+            r["ceiling"]["receipts_per_s"],
+            CALLBACK_SHARE,
             "/s",
+            f"nmc.store_receipts alone ({r['ceiling']['group']} per call, as the API groups)",
             f"{r['stored']:,} receipts, {r['clients']} in flight; p50 {r['p50_ms']:.1f} ms, "
             f"p99 {r['p99_ms']:.1f} ms",
         )
@@ -276,12 +326,15 @@ def feed(admin_url: str, sizes: dict) -> tuple[dict, list[Row]]:
     r = bench_feed(admin_url, **sizes)
     p50 = {int(size): value for size, value in r["p50_ms"].items()}
     p99 = {int(size): value for size, value in r["p99_ms"].items()}
+    plain = {int(size): value for size, value in r["ceiling"]["p50_ms"].items()}
     return r, [
-        at_most(
+        multiple_of_ceiling(
             f"feed page p50 at {short(large)} events",
             p50[large],
-            20,
+            plain[large],
+            FEED_FACTOR,
             "ms",
+            "the plain read of the same page (p50)",
             f"p99 {p99[large]:.2f} ms",
         ),
         at_most(
@@ -315,11 +368,13 @@ def claim(admin_url: str, sizes: dict) -> tuple[dict, list[Row]]:
 def engine(admin_url: str, sizes: dict) -> tuple[dict, list[Row]]:
     r = bench_engine(admin_url, **sizes)
     return r, [
-        at_least(
+        share_of_ceiling(
             "bare task engine (claim_taken + finish_taken)",
             r["tasks_per_s"],
-            20_000,
+            r["ceiling"]["tasks_per_s"],
+            ENGINE_SHARE,
             "/s",
+            "plain UPDATEs of the same rows",
             f"{r['tasks']:,} tasks, batch {r['batch']}, {r['connections']} connections",
         )
     ]
@@ -335,14 +390,18 @@ class Benchmark(NamedTuple):
 
 
 BENCHMARKS: dict[str, Benchmark] = {  # in the table's order
-    "intake": Benchmark(intake, "intake single and batch (HTTP)", "≥ 60% of ceiling; ≥ 20,000/s"),
-    "drain": Benchmark(drain, "send drain, no budget", "≥ 1,000/s"),
+    "intake": Benchmark(intake, "intake single and batch (HTTP)", "≥ 60% of the SQL ceiling"),
+    "drain": Benchmark(drain, "send drain, no budget", "≥ 30% of the send path's SQL alone"),
     "budget": Benchmark(budget, "send drain with budget", "= budget ± 1%, never above"),
     "fairness": Benchmark(fairness, "fairness: small DVs beside a flood", "≤ 1.5 x fair share"),
-    "callback": Benchmark(callback, "receipt ingest (HTTP callback)", "≥ 2,000/s"),
-    "feed": Benchmark(feed, "feed page at {0} vs {1} events", "p50 ≤ 20 ms; ratio ≤ 1.5"),
+    "callback": Benchmark(
+        callback, "receipt ingest (HTTP callback)", "≥ 10% of nmc.store_receipts alone"
+    ),
+    "feed": Benchmark(
+        feed, "feed page at {0} vs {1} events", "p50 ≤ 3x the plain read; ratio ≤ 1.5"
+    ),
     "claim": Benchmark(claim, "claim latency {0} vs {1} open tasks", "ratio ≤ 1.5"),
-    "engine": Benchmark(engine, "bare task engine", "≥ 20,000/s"),
+    "engine": Benchmark(engine, "bare task engine", "≥ 30% of plain UPDATEs of the same rows"),
 }
 
 
@@ -410,11 +469,12 @@ def run_report(admin_url: str, preset: str = "full", only: list[str] | None = No
 
 
 def markdown_table(rows: list[dict]) -> str:
-    header = ["row", "figure", "target", "ratio", "verdict", "notes"]
+    header = ["row", "figure", "ceiling (same run)", "target", "ratio", "verdict", "notes"]
     lines = [
         [
             row["name"],
             "—" if row["figure"] is None else show(row["figure"], row["unit"]),
+            "—" if row.get("ceiling") is None else show(row["ceiling"], row["unit"]),
             row["target"],
             "—" if row["ratio"] is None else f"{row['ratio']:.2f}",
             row["verdict"],
@@ -447,7 +507,9 @@ def markdown(document: dict) -> str:
         f"Machine: {machine_line(document)}. Client, API, worker, simulators and PostgreSQL "
         "share these cores.\n\n"
         f"{markdown_table(document['rows'])}\n\n"
-        "ratio = figure ÷ target (a ≥ target passes at 1 or more, a ≤ target at 1 or less).\n"
+        "ratio = figure ÷ target (a ≥ target passes at 1 or more, a ≤ target at 1 or less). "
+        "Every target is relative: to a ceiling measured in this run on this machine (the "
+        "raw SQL call, or plain SQL on the same rows), or a ratio, budget or fair share.\n"
     )
 
 
