@@ -202,6 +202,7 @@ async def test_a_service_without_a_key_defers_its_sends(
         await worker.drain(["verzenden"])
     assert verzendtaak(conn, b) == ("open", 0, 1, "notifynl-geen-sleutel")
     assert sent(two_services)["count"] == 0
+    assert sim_get(two_services.ldv_url, "") == []  # no LDV record for a call never made
 
 
 def test_the_simulator_cli_takes_the_keys_file_and_the_templates_per_service(tmp_path):

@@ -215,6 +215,11 @@ class NotifyNL:
         """The Notify services with a key of their own (empty: one key serves them all)."""
         return self._keys.services
 
+    def require_key(self, service: str | None) -> None:
+        """`Deferral` now when `service` has no key: before an LDV record for a call that
+        could not be made."""
+        self._keys.for_service(service)
+
     async def send_email(
         self,
         email_address: str,

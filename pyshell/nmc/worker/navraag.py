@@ -19,6 +19,7 @@ async def handle(ctx: Context, taak) -> str:
 
 
 async def _ask(ctx: Context, taak) -> str:
+    ctx.notifynl.require_key(taak.notify_service)  # no key for its service: defer
     await ctx.extend_lease(taak.taak_id, taak.claim_epoch)
     # A service sees only its own notifications: ask the one the attempt was sent through.
     if taak.notifynl_id is not None:

@@ -37,6 +37,7 @@ async def handle(ctx: Context, taak) -> str:
 
 
 async def _send(ctx: Context, taak) -> str:
+    ctx.notifynl.require_key(taak.notify_service)  # no key for its service: defer
     opened = open_sealed(ctx, taak)
     if taak.regie == "centraal":
         try:
