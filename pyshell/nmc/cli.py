@@ -280,6 +280,52 @@ def _add_soak_command(commands: argparse._SubParsersAction) -> None:
 # --- end of the chaos soak block ---
 
 
+# --- Replication drills: `nmc drill failover|restore` ---
+
+
+def drill_command(args: argparse.Namespace, settings: Settings) -> int:
+    from nmc.soak.run import Options
+
+    options = Options(
+        count=args.count,
+        workers=args.workers,
+        submit_seconds=args.submit_seconds,
+        phase_timeout_s=args.phase_timeout,
+        seed=args.seed,
+        tty=sys.stdout.isatty() and not args.no_tty,
+    )
+    if args.mode == "restore":
+        from nmc.drill.restore import run as run_restore
+
+        return run_restore(settings, options)
+    from nmc.drill.failover import run as run_failover
+
+    return run_failover(settings, options)
+
+
+def _add_drill_command(commands: argparse._SubParsersAction) -> None:
+    drill = _command(
+        commands, "drill", drill_command,
+        "real PostgreSQL replication on this machine: lose the primary mid-stream "
+        "(failover), or restore a base backup to a point in time (restore), then check",
+    )  # fmt: skip
+    drill.add_argument("mode", choices=("failover", "restore"))
+    drill.add_argument("--count", type=int, default=2000, help="notifications (2000)")
+    drill.add_argument("--workers", type=int, default=2, help="worker processes (2)")
+    drill.add_argument(
+        "--submit-seconds", type=float, default=20.0,
+        help="spread the intake over at least this many seconds (20)",
+    )  # fmt: skip
+    drill.add_argument(
+        "--phase-timeout", type=float, help="seconds a phase may take (120 + count/40)"
+    )
+    drill.add_argument("--seed", type=int, help="seed of the workload")
+    drill.add_argument("--no-tty", action="store_true", help="a progress line every few seconds")
+
+
+# --- end of the drill block ---
+
+
 # --- Feed and operations (issues 6 and 7): `nmc admin epoch|report|tasks|notificatie|kek` ---
 
 
@@ -514,6 +560,8 @@ def _parser() -> argparse.ArgumentParser:
     _add_demo_command(commands)  # the demo (issue 8)
 
     _add_soak_command(commands)  # the chaos soak (issue 9)
+
+    _add_drill_command(commands)  # failover and restore drills on real replication
 
     dev = _group(commands, "dev", "developer tools")
     pgtap_command = _command(dev, "pgtap", dev_pgtap, "run the pgTAP tests on a fresh database")

@@ -399,6 +399,28 @@ FROM nmc.taak AS t GROUP BY t.soort, t.staat
 -- soak_task_errors --
 SELECT DISTINCT t.laatste_fout FROM nmc.taak AS t WHERE t.laatste_fout IS NOT NULL
 
+-- drill_event_ids --
+-- `nmc drill`: every event of every DV, to check that each feed consumer read them all.
+SELECT e.dv_id, e.event_id FROM nmc.event AS e
+
+-- drill_events_of --
+SELECT e.notificatie_id, e.event_id FROM nmc.event AS e
+WHERE e.notificatie_id = ANY(%(ids)s::uuid[])
+
+-- drill_bevestiging --
+-- The acknowledged feed position per DV (its xid as a number).
+SELECT b.dv_id, b.xid::text::bigint AS xid FROM nmc.bevestiging AS b
+
+-- drill_next_xid --
+-- The next xid the cluster hands out (reading it takes none).
+SELECT pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot())::text::bigint
+
+-- drill_switch_wal --
+SELECT pg_catalog.pg_walfile_name(pg_catalog.pg_switch_wal())
+
+-- drill_last_archived --
+SELECT a.last_archived_wal FROM pg_catalog.pg_stat_archiver AS a
+
 -- soak_attempts --
 SELECT p.id::text AS poging_id, p.notificatie_id::text AS notificatie_id,
     pg_catalog.cardinality(p.duplicaat_ids) AS duplicaten

@@ -206,9 +206,10 @@ class ReplicaSet:
         self.archive = directory / "wal-archive"
         self._own_directory(directory)  # the cluster's OS user makes the nodes' directories
 
-    def node(self, name: str) -> Node:
+    def node(self, name: str, port: int | None = None) -> Node:
+        """The node `name`, made on first use on the next free port (or `port`)."""
         if name not in self.nodes:
-            port = self.ports[len(self.nodes)]
+            port = port or self.ports[len(self.nodes)]
             self.nodes[name] = Node(name, self.base, self.directory / name, port)
         return self.nodes[name]
 
@@ -266,10 +267,12 @@ class ReplicaSet:
         node.start()
         return node
 
-    def restore(self, name: str, backup: Path, *, target_time: str) -> Node:
+    def restore(
+        self, name: str, backup: Path, *, target_time: str, port: int | None = None
+    ) -> Node:
         """Point-in-time recovery: a copy of base backup `backup` replays the archive up to
         `target_time`, then is promoted (a new timeline, the xids after it handed out anew)."""
-        node = self.node(name)
+        node = self.node(name, port)
         self._own_directory(node.settings.home)
         self._own_directory(node.cluster.run_dir)
         node.cluster._run_as_cluster_owner(["cp", "-a", str(backup), str(node.cluster.data_dir)])
@@ -284,6 +287,7 @@ class ReplicaSet:
         (node.cluster.data_dir / "recovery.signal").touch()
         _give_to_cluster_owner(node.cluster.data_dir / "recovery.signal")
         node.start()
+        self.primary = node
         deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
         while node.in_recovery():
             if time.monotonic() > deadline:

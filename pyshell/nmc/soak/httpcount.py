@@ -26,6 +26,14 @@ class HttpCounts:
             found = Counter(o for t, p, o in self._times if p == purpose and start <= t <= end)
         return dict(sorted(found.items()))
 
+    def first_after(self, purpose: str, outcome: str, start: float) -> float | None:
+        """The time.monotonic() moment of the first `outcome` of `purpose` after `start`."""
+        with self._lock:
+            return min(
+                (t for t, p, o in self._times if p == purpose and o == outcome and t > start),
+                default=None,
+            )
+
     def of(self, purpose: str) -> dict[str, int]:
         """Outcome (status code, or the error class of a call without an answer) -> count."""
         with self._lock:
