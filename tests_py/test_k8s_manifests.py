@@ -358,6 +358,15 @@ def test_the_pods_reach_postgresql_through_the_read_write_pooler(documents):
         assert url.path == "/" + "nmc"
 
 
+def test_the_api_reads_its_feed_on_the_replicas_through_the_read_only_pooler(documents):
+    pooler = next(p for p in of_kind(documents, "Pooler") if p["spec"]["type"] == "ro")
+    [api] = [d for d in of_kind(documents, "Deployment") if d["metadata"]["name"] == "nmc-api"]
+    [container] = pod_spec(api)["containers"]
+    url = urlsplit(env_item(container, "NMC_API_REPLICA_DATABASE_URL")["value"])
+    assert url.hostname == pooler["metadata"]["name"]
+    assert (url.username, url.path) == ("nmc_api", "/nmc")
+
+
 def bootstrap_roles() -> dict[str, bool]:
     """The roles sql/bootstrap.sql creates when missing, with whether they log in."""
     text = (PROJECT_ROOT / "sql" / "bootstrap.sql").read_text()
