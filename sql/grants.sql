@@ -36,6 +36,13 @@ GRANT EXECUTE ON FUNCTION nmc.store_receipt(text, uuid, text, timestamptz, times
 TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.store_receipts(text[], uuid[], text[], timestamptz[], timestamptz[])
 TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.store_receipts_v2(
+    text[], uuid[], text[], timestamptz[], timestamptz[], uuid[], integer[]
+) TO nmc_api;
+-- The delivery proof and the history (functions/bewijs/afleverbewijs.sql).
+GRANT EXECUTE ON FUNCTION nmc.get_afleverbewijs(integer, uuid) TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.get_geschiedenis(integer, uuid, integer, bigint, integer)
+TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.page_events(integer, integer, xid8, bigint, timestamptz, integer)
 TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.acknowledge_cursor(integer, integer, xid8, bigint, timestamptz)

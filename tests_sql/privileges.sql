@@ -33,6 +33,9 @@ SELECT set_eq(
         ('nmc.find_notificaties(integer,bytea[],integer,timestamp with time zone,uuid)'),
         ('nmc.store_receipt(text,uuid,text,timestamp with time zone,timestamp with time zone)'),
         ('nmc.store_receipts(text[],uuid[],text[],timestamp with time zone[],timestamp with time zone[])'),
+        ('nmc.store_receipts_v2(text[],uuid[],text[],timestamp with time zone[],timestamp with time zone[],uuid[],integer[])'),
+        ('nmc.get_afleverbewijs(integer,uuid)'),
+        ('nmc.get_geschiedenis(integer,uuid,integer,bigint,integer)'),
         ('nmc.count_malformed_receipt()'),
         ('nmc.count_refused_callback(integer)'),
         ('nmc.page_events(integer,integer,xid8,bigint,timestamp with time zone,integer)'),
@@ -120,7 +123,8 @@ SELECT set_eq(
              ('claim_terugkoppelen'), ('finish_terugkoppelen'), ('resume_webhook'),
              ('count_refused_callback'), ('report_onbevestigd_v2'),
              ('finish_terugkoppelen_v2'), ('take_feed_aanroep_api'), ('read_feed_pagina'),
-             ('read_snapshot_pagina')$$,
+             ('read_snapshot_pagina'), ('store_receipts_v2'), ('get_afleverbewijs'),
+             ('get_geschiedenis')$$,
     'exactly the API functions run as SECURITY DEFINER'
 );
 SELECT ok(

@@ -9,7 +9,7 @@ SELECT tables_are(
         'quotumgebruik', 'event', 'event_default', 'event_x000000000000', 'event_partitie',
         'bevestiging', 'webhookpositie', 'cluster_epoch', 'klok', 'notify_service',
         'instellingen', 'teller', 'feedaanroep',
-        'beheeractie'
+        'beheeractie', 'receiptgeschiedenis', 'vaststelling'
     ],
     'nmc holds the tables of SPEC §3 (plus quota, partitions, clock, services, settings)'
 );

@@ -120,18 +120,20 @@ BEGIN
     -- An answer with a final status is judged exactly like a receipt.
     IF p_gevonden AND nmc.poging_status_voor(p_status) IS NOT NULL THEN
         PERFORM nmc.close_taak(p_taak_id);
-        RETURN nmc.apply_receipt(v_p.id, NULL, p_status, p_completed_at, p_sent_at);
+        RETURN nmc.apply_receipt_v2(
+            v_p.id, NULL, p_status, p_completed_at, p_sent_at, 'navraag', v_nu, NULL, NULL
+        );
     END IF;
 
     -- No outcome yet: ask again at the next moment, if NotifyNL still keeps the message.
     v_volgende := nmc.next_navraag(coalesce(v_p.verzonden_op, v_taak.aangemaakt_op), v_nu);
     IF p_gevonden AND v_volgende IS NOT NULL THEN
         IF p_status IS NOT NULL AND p_status NOT IN ('created', 'sending', 'pending') THEN
-            -- A status the NMC does not know: recorded beside what is known, and counted.
-            PERFORM nmc.record_receipt(
-                v_p.id, p_status, least(coalesce(p_completed_at, v_nu), v_nu)
+            -- A status the NMC does not know: recorded beside what is known, and counted
+            -- (and in the receipt history), as for a receipt.
+            PERFORM nmc.apply_receipt_v2(
+                v_p.id, NULL, p_status, p_completed_at, p_sent_at, 'navraag', v_nu, NULL, NULL
             );
-            PERFORM nmc.count_teller('receipt_onbekende_status');
         END IF;
         UPDATE nmc.taak AS t
         SET staat = 'open', due = v_volgende, lease_eigenaar = NULL, lease_tot = NULL

@@ -15,7 +15,8 @@ DECLARE
     v_beheeracties integer;
 BEGIN
     -- Attempts (ON DELETE CASCADE) and tasks (trigger notificatie_taken_weg) go with their
-    -- notification.
+    -- notification; so do its receipt history and settlement record, the delivery proof's
+    -- (nmc.receiptgeschiedenis, nmc.vaststelling: ON DELETE CASCADE).
     DELETE FROM nmc.notificatie AS n
     WHERE n.id IN (
         SELECT x.id FROM nmc.notificatie AS x
@@ -61,7 +62,8 @@ END
 $$;
 COMMENT ON FUNCTION nmc.delete_expired(integer) IS
 'One small retention batch: notifications terminal for longer than the delivery-proof '
-'retention (with their attempts and tasks), done tasks older than 7 days, operator '
+'retention (with their attempts, tasks, receipt history and settlement record), done '
+'tasks older than 7 days, operator '
 'actions (nmc.beheeractie) older than the delivery-proof retention, and expired quota, '
 'budget and feed-rate windows. Returns the counts (notificaties, taken, beheeracties, '
 'quotumvensters); call it until the batched ones are 0. '

@@ -61,7 +61,7 @@ COMMENT ON FUNCTION nmc.record_receipt(uuid, text, timestamptz) IS
 'when it is not older than the one recorded there; status, afgerond_op and '
 'laatste_receipt_* stay as they are. Internal.';
 
-CREATE OR REPLACE FUNCTION nmc.apply_receipt(
+CREATE OR REPLACE FUNCTION nmc.judge_receipt(
     p_poging_id uuid,
     p_notifynl_id uuid,
     p_status text,
@@ -265,7 +265,7 @@ BEGIN
     RETURN 'herverzenden';
 END
 $$;
-COMMENT ON FUNCTION nmc.apply_receipt(uuid, uuid, text, timestamptz, timestamptz) IS
+COMMENT ON FUNCTION nmc.judge_receipt(uuid, uuid, text, timestamptz, timestamptz) IS
 'Judges one NotifyNL outcome for an attempt, from a receipt or a reconciliation answer, '
 'under the notification''s row lock: takes over a missing NotifyNL id (committing the '
 'send on the worker''s behalf) or records a duplicate id; orders per attempt by '
@@ -281,4 +281,94 @@ COMMENT ON FUNCTION nmc.apply_receipt(uuid, uuid, text, timestamptz, timestamptz
 'recorded only. A settled outcome is never rewritten: a receipt that does not count on a '
 'delivered attempt, or on a non-running attempt of a terminal notification other than '
 'bezorgstatus-onbekend, and a status the NMC does not know (counted) are recorded beside '
-'it (nmc.record_receipt). Returns what it did.';
+'it (nmc.record_receipt). Returns what it did. Internal: called through '
+'nmc.apply_receipt_v2, which writes the judgement into the receipt history.';
+
+CREATE OR REPLACE FUNCTION nmc.apply_receipt_v2(
+    p_poging_id uuid,
+    p_notifynl_id uuid,
+    p_status text,
+    p_completed_at timestamptz,
+    p_sent_at timestamptz,
+    p_bron text,
+    p_ontvangen_op timestamptz,
+    p_template_id uuid,
+    p_template_versie integer
+)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_n_voor nmc.notificatie;
+    v_p_voor nmc.poging;
+    v_n_na nmc.notificatie;
+    v_p_na nmc.poging;
+    v_resultaat text;
+    v_toegepast boolean;
+BEGIN
+    -- The locks nmc.judge_receipt takes, in its order (notification, then attempt), so the
+    -- state before the judgement is the one it judges.
+    SELECT n.* INTO v_n_voor
+    FROM nmc.notificatie AS n
+    WHERE n.id = (SELECT p.notificatie_id FROM nmc.poging AS p WHERE p.id = p_poging_id)
+    FOR UPDATE;
+    SELECT * INTO v_p_voor FROM nmc.poging AS p WHERE p.id = p_poging_id FOR UPDATE;
+
+    v_resultaat := nmc.judge_receipt(p_poging_id, p_notifynl_id, p_status, p_completed_at, p_sent_at);
+
+    SELECT * INTO v_n_na FROM nmc.notificatie AS n WHERE n.id = v_n_voor.id;
+    SELECT * INTO v_p_na FROM nmc.poging AS p WHERE p.id = p_poging_id;
+    -- Changed the outcome: the attempt's outcome (status, completed_at, the receipt it rests
+    -- on) or the notification's status. A duplicate id or a receipt recorded beside the
+    -- outcome did not.
+    v_toegepast := v_n_na.versie <> v_n_voor.versie
+        OR v_p_na.status IS DISTINCT FROM v_p_voor.status
+        OR v_p_na.afgerond_op IS DISTINCT FROM v_p_voor.afgerond_op
+        OR v_p_na.laatste_receipt_op IS DISTINCT FROM v_p_voor.laatste_receipt_op
+        OR v_p_na.laatste_receipt_status IS DISTINCT FROM v_p_voor.laatste_receipt_status;
+
+    INSERT INTO nmc.receiptgeschiedenis (
+        notificatie_id, poging_id, bron, notifynl_id, status, completed_at, sent_at,
+        template_id, template_versie, ontvangen_op, verwerkt_op, resultaat, toegepast,
+        na_eindstatus, notificatie_versie
+    ) VALUES (
+        v_n_voor.id, p_poging_id, p_bron, p_notifynl_id, pg_catalog.left(p_status, 50),
+        p_completed_at, p_sent_at, p_template_id,
+        CASE WHEN p_template_versie >= 0 THEN p_template_versie END,
+        coalesce(p_ontvangen_op, nmc.now()), nmc.now(), pg_catalog.left(v_resultaat, 50),
+        v_toegepast, nmc.is_terminal(v_n_voor.status) AND NOT v_toegepast, v_n_na.versie
+    );
+    RETURN v_resultaat;
+END
+$$;
+COMMENT ON FUNCTION nmc.apply_receipt_v2(
+    uuid, uuid, text, timestamptz, timestamptz, text, timestamptz, uuid, integer
+) IS
+'Judges one NotifyNL outcome for an attempt (nmc.judge_receipt, under the notification''s '
+'row lock) and writes the judgement into nmc.receiptgeschiedenis: p_bron callback (a '
+'stored receipt, p_ontvangen_op when it was stored) or navraag (a reconciliation answer), '
+'NotifyNL''s status, id, source times and template from the receipt, the result, whether '
+'it changed the outcome (the attempt''s or the notification''s) and whether it came after '
+'the final status. Returns nmc.judge_receipt''s answer. Internal.';
+
+CREATE OR REPLACE FUNCTION nmc.apply_receipt(
+    p_poging_id uuid,
+    p_notifynl_id uuid,
+    p_status text,
+    p_completed_at timestamptz,
+    p_sent_at timestamptz
+)
+RETURNS text
+LANGUAGE sql
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT nmc.apply_receipt_v2(
+        p_poging_id, p_notifynl_id, p_status, p_completed_at, p_sent_at, 'navraag', nmc.now(),
+        NULL, NULL
+    )
+$$;
+COMMENT ON FUNCTION nmc.apply_receipt(uuid, uuid, text, timestamptz, timestamptz) IS
+'The signature before the receipt history (the reconciliation''s call of the previous '
+'release): nmc.apply_receipt_v2 as a reconciliation answer received now, without a '
+'template. Internal; to be dropped in a later release.';

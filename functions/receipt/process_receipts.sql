@@ -17,12 +17,20 @@ BEGIN
         ORDER BY t.receipt_completed_at NULLS FIRST, t.id
     LOOP
         BEGIN
-            PERFORM nmc.apply_receipt(
+            -- Judged and written into the receipt history, received when it was stored.
+            PERFORM nmc.apply_receipt_v2(
                 v_taak.poging_id,
                 (v_taak.payload ->> 'id')::uuid,
                 v_taak.payload ->> 'status',
                 (v_taak.payload ->> 'completed_at')::timestamptz,
-                (v_taak.payload ->> 'sent_at')::timestamptz
+                (v_taak.payload ->> 'sent_at')::timestamptz,
+                'callback',
+                v_taak.aangemaakt_op,
+                (v_taak.payload ->> 'template_id')::uuid,
+                CASE
+                    WHEN v_taak.payload ->> 'template_version' ~ '^[0-9]{1,9}$'
+                        THEN (v_taak.payload ->> 'template_version')::integer
+                END
             );
             PERFORM nmc.close_taak(v_taak.id);
         EXCEPTION WHEN OTHERS THEN
@@ -49,6 +57,7 @@ END
 $$;
 COMMENT ON FUNCTION nmc.process_receipts(integer) IS
 'Processes up to p_batch due receipt tasks (fairly across DVs, oldest completed_at first) '
-'with nmc.apply_receipt in the caller''s transaction; a receipt that fails is counted on '
+'with nmc.apply_receipt_v2 (judged, and written into the receipt history) in the caller''s '
+'transaction; a receipt that fails is counted on '
 'its task and retried with backoff (state mislukt after the maximum). Returns how many '
 'tasks it handled.';

@@ -1,11 +1,13 @@
 -- The NotifyNL callback (SPEC §6): store first (without the address), answer after.
 
-CREATE OR REPLACE FUNCTION nmc.store_receipts(
+CREATE OR REPLACE FUNCTION nmc.store_receipts_v2(
     p_references text[],
     p_notifynl_ids uuid[],
     p_statussen text[],
     p_completed_at timestamptz[],
-    p_sent_at timestamptz[]
+    p_sent_at timestamptz[],
+    p_template_ids uuid[],
+    p_template_versies integer[]
 )
 RETURNS TABLE (item integer, resultaat text)
 LANGUAGE plpgsql
@@ -22,7 +24,9 @@ BEGIN
         OR coalesce(pg_catalog.cardinality(p_notifynl_ids), 0) <> v_n
         OR coalesce(pg_catalog.cardinality(p_statussen), 0) <> v_n
         OR coalesce(pg_catalog.cardinality(p_completed_at), 0) <> v_n
-        OR coalesce(pg_catalog.cardinality(p_sent_at), 0) <> v_n THEN
+        OR coalesce(pg_catalog.cardinality(p_sent_at), 0) <> v_n
+        OR coalesce(pg_catalog.cardinality(p_template_ids), v_n) <> v_n
+        OR coalesce(pg_catalog.cardinality(p_template_versies), v_n) <> v_n THEN
         RAISE EXCEPTION 'store_receipts takes 1 to 1000 receipts with every array of the same length'
             USING ERRCODE = 'NM016';
     END IF;
@@ -35,6 +39,8 @@ BEGIN
             u.status,
             u.completed_at,
             u.sent_at,
+            u.template_id,
+            u.template_versie,
             p.id AS poging_id,
             n.id AS notificatie_id,
             n.dv_id,
@@ -42,8 +48,14 @@ BEGIN
             pg_catalog.row_number() OVER (
                 PARTITION BY p.id, u.completed_at, u.status ORDER BY u.nr
             ) AS volgnr
-        FROM unnest(p_references, p_notifynl_ids, p_statussen, p_completed_at, p_sent_at)
-            WITH ORDINALITY AS u (reference, notifynl_id, status, completed_at, sent_at, nr)
+        -- (absent template arrays: unnest pads them with NULLs)
+        FROM unnest(
+            p_references, p_notifynl_ids, p_statussen, p_completed_at, p_sent_at,
+            p_template_ids, p_template_versies
+        ) WITH ORDINALITY AS u (
+            reference, notifynl_id, status, completed_at, sent_at, template_id,
+            template_versie, nr
+        )
         -- (the CASE keeps a reference that is not a UUID away from the cast)
         LEFT JOIN nmc.poging AS p
             ON p.id = (
@@ -67,7 +79,11 @@ BEGIN
             pg_catalog.jsonb_build_object(
                 'id', o.notifynl_id, 'status', o.status, 'completed_at', o.completed_at,
                 'sent_at', o.sent_at
-            ),
+            )
+            -- The template from the receipt, when it came with one (the delivery proof).
+            || pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+                'template_id', o.template_id, 'template_version', o.template_versie
+            )),
             o.completed_at, v_nu
         FROM ontvangen AS o
         WHERE o.poging_id IS NOT NULL AND o.volgnr = 1
@@ -110,13 +126,37 @@ BEGIN
     ORDER BY r.nr;
 END
 $$;
-COMMENT ON FUNCTION nmc.store_receipts(text[], uuid[], text[], timestamptz[], timestamptz[]) IS
-'Stores 1 to 1000 NotifyNL delivery receipts (parallel arrays, one element per receipt) '
-'as receipt tasks in the caller''s transaction, never the e-mail address. Per item '
+COMMENT ON FUNCTION nmc.store_receipts_v2(
+    text[], uuid[], text[], timestamptz[], timestamptz[], uuid[], integer[]
+) IS
+'Stores 1 to 1000 NotifyNL delivery receipts (parallel arrays, one element per receipt; '
+'the template id and version from the receipt for the delivery proof, NULL arrays when '
+'absent) as receipt tasks in the caller''s transaction, never the e-mail address. Per item '
 '(0-based): opgeslagen, dubbel (the same attempt, completed_at and status was stored '
 'before or earlier in this batch: a no-op) or onbekende-reference (matches no attempt: '
 'counted, not stored). The API gathers concurrent callbacks into one call and answers '
 'each 200 after it commits. NM016: empty, too long or unequal arrays.';
+
+CREATE OR REPLACE FUNCTION nmc.store_receipts(
+    p_references text[],
+    p_notifynl_ids uuid[],
+    p_statussen text[],
+    p_completed_at timestamptz[],
+    p_sent_at timestamptz[]
+)
+RETURNS TABLE (item integer, resultaat text)
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT r.item, r.resultaat
+    FROM nmc.store_receipts_v2(
+        p_references, p_notifynl_ids, p_statussen, p_completed_at, p_sent_at, NULL, NULL
+    ) AS r
+$$;
+COMMENT ON FUNCTION nmc.store_receipts(text[], uuid[], text[], timestamptz[], timestamptz[]) IS
+'The signature before the template went with the receipt (an API process of the previous '
+'release): nmc.store_receipts_v2 without template arrays. To be dropped in a later release.';
 
 CREATE OR REPLACE FUNCTION nmc.store_receipt(
     p_reference text,
@@ -131,11 +171,12 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT r.resultaat
-    FROM nmc.store_receipts(
+    FROM nmc.store_receipts_v2(
         ARRAY[p_reference], ARRAY[p_notifynl_id], ARRAY[p_status], ARRAY[p_completed_at],
-        ARRAY[p_sent_at]
+        ARRAY[p_sent_at], NULL, NULL
     ) AS r
 $$;
 COMMENT ON FUNCTION nmc.store_receipt(text, uuid, text, timestamptz, timestamptz) IS
-'Stores one NotifyNL delivery receipt: nmc.store_receipts with one item. Returns '
+'Stores one NotifyNL delivery receipt: nmc.store_receipts_v2 with one item, without a '
+'template. Returns '
 'opgeslagen, dubbel or onbekende-reference.';

@@ -11,7 +11,7 @@ DECLARE
     v_aantal integer := 0;
 BEGIN
     FOR v_taak IN
-        SELECT t.id, t.notificatie_id FROM nmc.taak AS t
+        SELECT t.id, t.notificatie_id, t.poging_id, t.due FROM nmc.taak AS t
         INNER JOIN nmc.lock_due_taken('vaststellen', greatest(p_batch, 1)) AS l ON l.taak_id = t.id
         ORDER BY t.id
     LOOP
@@ -19,6 +19,17 @@ BEGIN
         IF (SELECT n.status FROM nmc.notificatie AS n WHERE n.id = v_taak.notificatie_id
             FOR UPDATE) = 'bezorgd' THEN
             PERFORM nmc.transition_notificatie(v_taak.notificatie_id, 'definitief-bezorgd');
+            -- The delivery proof's settlement: the task goes after a short term, this stays.
+            INSERT INTO nmc.vaststelling (
+                notificatie_id, poging_id, completed_at, termijn, callback_venster, gepland_op,
+                vastgesteld_op
+            )
+            SELECT
+                v_taak.notificatie_id, p.id, p.afgerond_op, i.vaststellingstermijn,
+                i.callback_venster, v_taak.due, nmc.now()
+            FROM nmc.poging AS p, nmc.instellingen AS i
+            WHERE p.id = v_taak.poging_id AND p.afgerond_op IS NOT NULL
+            ON CONFLICT (notificatie_id) DO NOTHING;
             v_aantal := v_aantal + 1;
         END IF;
         PERFORM nmc.close_taak(v_taak.id);
@@ -28,4 +39,6 @@ END
 $$;
 COMMENT ON FUNCTION nmc.process_vaststellingen(integer) IS
 'Settles up to p_batch due vaststellen tasks: a notification still bezorgd becomes '
-'definitief-bezorgd; any other status just closes the task. Returns how many settled.';
+'definitief-bezorgd, and the settlement is recorded for the delivery proof '
+'(nmc.vaststelling: the attempt, its completed_at, the term, the due time, the settling '
+'time); any other status just closes the task. Returns how many settled.';
