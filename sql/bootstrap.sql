@@ -18,6 +18,10 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'nmc_worker') THEN
         CREATE ROLE nmc_worker LOGIN;
     END IF;
+    -- The operator console (`nmc console`): its reads and the beheer actions only.
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'nmc_console') THEN
+        CREATE ROLE nmc_console LOGIN;
+    END IF;
 END
 $$;
 
@@ -40,7 +44,11 @@ BEGIN
             ('nmc_worker', 'statement_timeout', '30s', 0),
             ('nmc_worker', 'idle_in_transaction_session_timeout', '60s', 0),
             ('nmc_worker', 'TimeZone', 'UTC', 0),
-            ('nmc_worker', 'transaction_timeout', '120s', 170000)
+            ('nmc_worker', 'transaction_timeout', '120s', 170000),
+            ('nmc_console', 'statement_timeout', '15s', 0),
+            ('nmc_console', 'idle_in_transaction_session_timeout', '10s', 0),
+            ('nmc_console', 'TimeZone', 'UTC', 0),
+            ('nmc_console', 'transaction_timeout', '20s', 170000)
         ) AS s (rol, naam, waarde, vanaf_versie)
         WHERE pg_catalog.current_setting('server_version_num')::int >= s.vanaf_versie
     LOOP

@@ -1,13 +1,13 @@
 -- Grants, re-applied by every `nmc migrate` (idempotent). The shell's roles own nothing:
 -- no table rights at all, only EXECUTE on the API functions listed here.
 
-REVOKE ALL ON ALL TABLES IN SCHEMA nmc FROM PUBLIC, nmc_api, nmc_worker;
-REVOKE ALL ON ALL SEQUENCES IN SCHEMA nmc FROM PUBLIC, nmc_api, nmc_worker;
-REVOKE ALL ON ALL FUNCTIONS IN SCHEMA nmc FROM PUBLIC, nmc_api, nmc_worker;
-GRANT USAGE ON SCHEMA nmc TO nmc_api, nmc_worker;
+REVOKE ALL ON ALL TABLES IN SCHEMA nmc FROM PUBLIC, nmc_api, nmc_worker, nmc_console;
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA nmc FROM PUBLIC, nmc_api, nmc_worker, nmc_console;
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA nmc FROM PUBLIC, nmc_api, nmc_worker, nmc_console;
+GRANT USAGE ON SCHEMA nmc TO nmc_api, nmc_worker, nmc_console;
 
--- Both roles: the clock.
-GRANT EXECUTE ON FUNCTION nmc.now() TO nmc_api, nmc_worker;
+-- Every role: the clock.
+GRANT EXECUTE ON FUNCTION nmc.now() TO nmc_api, nmc_worker, nmc_console;
 
 -- The DV API (nmc api).
 GRANT EXECUTE ON FUNCTION nmc.intake_notificatie(
@@ -97,3 +97,25 @@ GRANT EXECUTE ON FUNCTION nmc.finish_terugkoppelen_v2(
     bigint, integer, text, xid8, bigint, integer
 ) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.resume_webhook(integer) TO nmc_api;
+
+-- The operator console (nmc console): its reads and the beheer actions
+-- (functions/beheer/console.sql); nothing else.
+GRANT EXECUTE ON FUNCTION nmc.console_statussen(integer) TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.console_achterstand() TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.console_mislukt(integer, nmc.taak_soort) TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.console_taak(bigint) TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.console_notificatie(uuid) TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.console_notificatie_events(uuid) TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.console_notificatie_taken(uuid) TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.console_webhooks() TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.console_onbevestigd() TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.console_budget(integer) TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.console_onderhoud() TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.console_event_partities() TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.console_onderhoud_taken() TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.console_beheeracties(integer, bigint) TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.console_reopen_taak(bigint, text, text) TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.console_force_transition(
+    uuid, nmc.notificatie_status, nmc.reden, text, text
+) TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.resume_webhook_beheer(integer, text, text) TO nmc_console;

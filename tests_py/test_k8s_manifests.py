@@ -382,7 +382,7 @@ def test_the_operator_and_the_migrator_agree_on_every_role(cluster):
     migrating user: every role the bootstrap creates is declared with the same LOGIN, and the
     migrator's membership of nmc_owner is declared too, so neither undoes the other."""
     created = bootstrap_roles()
-    assert set(created) == {"nmc_owner", "nmc_api", "nmc_worker"}
+    assert set(created) == {"nmc_owner", "nmc_api", "nmc_worker", "nmc_console"}
     roles = managed_roles(cluster)
     for name, login in created.items():
         assert name in roles, f"{name} is created by the bootstrap but not declared"

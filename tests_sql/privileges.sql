@@ -1,14 +1,16 @@
 -- The shell's roles own nothing and may only EXECUTE the API functions granted to them.
 BEGIN;
-SELECT plan(19);
+SELECT plan(20);
 \ir fixtures/setup.sql
 
 SELECT is_empty(
     $$SELECT c.relname, a.privilege_type
       FROM pg_catalog.pg_class AS c, LATERAL pg_catalog.aclexplode(c.relacl) AS a
       WHERE c.relnamespace IN ('nmc'::regnamespace, 'nmc_migratie'::regnamespace)
-          AND a.grantee IN (0, 'nmc_api'::regrole, 'nmc_worker'::regrole)$$,
-    'no table, view or sequence grants anything to PUBLIC, nmc_api or nmc_worker'
+          AND a.grantee IN (
+              0, 'nmc_api'::regrole, 'nmc_worker'::regrole, 'nmc_console'::regrole
+          )$$,
+    'no table, view or sequence grants anything to PUBLIC, nmc_api, nmc_worker or nmc_console'
 );
 SELECT is_empty(
     $$SELECT p.oid::regprocedure FROM pg_catalog.pg_proc AS p
@@ -83,6 +85,30 @@ SELECT set_eq(
         ('nmc.finish_terugkoppelen_v2(bigint,integer,text,xid8,bigint,integer)')$$,
     'nmc_worker may execute exactly the worker functions'
 );
+SELECT set_eq(
+    $$SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc AS p
+      WHERE p.pronamespace = 'nmc'::regnamespace
+          AND pg_catalog.has_function_privilege('nmc_console', p.oid, 'EXECUTE')$$,
+    $$VALUES ('nmc.now()'),
+        ('nmc.console_statussen(integer)'),
+        ('nmc.console_achterstand()'),
+        ('nmc.console_mislukt(integer,nmc.taak_soort)'),
+        ('nmc.console_taak(bigint)'),
+        ('nmc.console_notificatie(uuid)'),
+        ('nmc.console_notificatie_events(uuid)'),
+        ('nmc.console_notificatie_taken(uuid)'),
+        ('nmc.console_webhooks()'),
+        ('nmc.console_onbevestigd()'),
+        ('nmc.console_budget(integer)'),
+        ('nmc.console_onderhoud()'),
+        ('nmc.console_event_partities()'),
+        ('nmc.console_onderhoud_taken()'),
+        ('nmc.console_beheeracties(integer,bigint)'),
+        ('nmc.console_reopen_taak(bigint,text,text)'),
+        ('nmc.console_force_transition(uuid,nmc.notificatie_status,nmc.reden,text,text)'),
+        ('nmc.resume_webhook_beheer(integer,text,text)')$$,
+    'nmc_console may execute exactly the console''s reads and the beheer actions'
+);
 SELECT is_empty(
     $$SELECT c.relname FROM pg_catalog.pg_class AS c
       WHERE c.relnamespace = 'nmc'::regnamespace
@@ -124,7 +150,13 @@ SELECT set_eq(
              ('count_refused_callback'), ('report_onbevestigd_v2'),
              ('finish_terugkoppelen_v2'), ('take_feed_aanroep_api'), ('read_feed_pagina'),
              ('read_snapshot_pagina'), ('store_receipts_v2'), ('get_afleverbewijs'),
-             ('get_geschiedenis')$$,
+             ('get_geschiedenis'), ('console_statussen'), ('console_achterstand'),
+             ('console_mislukt'), ('console_taak'), ('console_notificatie'),
+             ('console_notificatie_events'), ('console_notificatie_taken'),
+             ('console_webhooks'), ('console_onbevestigd'), ('console_budget'),
+             ('console_onderhoud'), ('console_event_partities'), ('console_onderhoud_taken'),
+             ('console_beheeracties'), ('console_reopen_taak'), ('console_force_transition'),
+             ('resume_webhook_beheer')$$,
     'exactly the API functions run as SECURITY DEFINER'
 );
 SELECT ok(
@@ -136,13 +168,15 @@ SELECT set_eq(
       FROM pg_catalog.pg_db_role_setting AS d
       INNER JOIN pg_catalog.pg_roles AS r ON r.oid = d.setrole,
       LATERAL unnest(d.setconfig) AS s (cfg)
-      WHERE d.setdatabase = 0 AND r.rolname IN ('nmc_api', 'nmc_worker')
+      WHERE d.setdatabase = 0 AND r.rolname IN ('nmc_api', 'nmc_worker', 'nmc_console')
           AND s.cfg ~ '^(statement_timeout|idle_in_transaction_session_timeout)='$$,
     $$VALUES ('nmc_api', 'statement_timeout=5s'),
              ('nmc_api', 'idle_in_transaction_session_timeout=10s'),
              ('nmc_worker', 'statement_timeout=30s'),
-             ('nmc_worker', 'idle_in_transaction_session_timeout=60s')$$,
-    'both shell roles have a statement and an idle-in-transaction timeout'
+             ('nmc_worker', 'idle_in_transaction_session_timeout=60s'),
+             ('nmc_console', 'statement_timeout=15s'),
+             ('nmc_console', 'idle_in_transaction_session_timeout=10s')$$,
+    'every shell role has a statement and an idle-in-transaction timeout'
 );
 
 -- Acting as the API role.
