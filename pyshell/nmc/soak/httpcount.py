@@ -26,13 +26,10 @@ class HttpCounts:
             found = Counter(o for t, p, o in self._times if p == purpose and start <= t <= end)
         return dict(sorted(found.items()))
 
-    def first_after(self, purpose: str, outcome: str, start: float) -> float | None:
-        """The time.monotonic() moment of the first `outcome` of `purpose` after `start`."""
+    def times_of(self, purpose: str, outcome: str) -> list[float]:
+        """The time.monotonic() moments of every `outcome` of `purpose`, in order."""
         with self._lock:
-            return min(
-                (t for t, p, o in self._times if p == purpose and o == outcome and t > start),
-                default=None,
-            )
+            return sorted(t for t, p, o in self._times if p == purpose and o == outcome)
 
     def of(self, purpose: str) -> dict[str, int]:
         """Outcome (status code, or the error class of a call without an answer) -> count."""
