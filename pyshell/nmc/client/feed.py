@@ -10,8 +10,11 @@ handler that stores "status at version").
 
 On 410 `cursor-vervallen` (an epoch raise after a restore, a cursor older than the DV's
 maximum age, a dropped partition) the reader reads the whole snapshot, hands every current
-status that is newer than what it holds, commits the snapshot's cursor and continues from
-there: "snapshot N, then deltas after N", without a gap.
+status that differs from what it holds, commits the snapshot's cursor and continues from
+there: "snapshot N, then deltas after N", without a gap. The snapshot is the NMC's state:
+where it is older than what the reader holds (only after a point-in-time restore: the feed
+never hands out what is not committed), the snapshot's version replaces the held one, so the
+store ends as exactly the restored state.
 
 A webhook batch (nmc.client.webhook) goes through `handle_batch` the same way.
 """
@@ -195,6 +198,18 @@ class FeedReader:
         applied[change.notificatie_id] = change.versie
         return True
 
+    def _apply_snapshot(
+        self, change: StatusChange, applied: dict[str, int], restored: dict[str, int]
+    ) -> bool:
+        """A snapshot item is the current state: handed over when it is newer than what is
+        held (into `applied`) or older (into `restored`: the NMC went back in a restore)."""
+        held = self.store.version(change.notificatie_id)
+        if held is not None and change.versie < held:
+            self.handler(change)
+            restored[change.notificatie_id] = change.versie
+            return True
+        return self._apply(change, applied)
+
     def _snapshot(self) -> int:
         attempt = 1
         while True:
@@ -212,10 +227,20 @@ class FeedReader:
         while True:
             page = self.client.snapshot_page(na, self.snapshot_limiet)
             applied: dict[str, int] = {}
+            restored: dict[str, int] = {}
             for item in page.notificaties:
-                handled += self._apply(StatusChange.of_snapshot_item(item), applied)
+                handled += self._apply_snapshot(
+                    StatusChange.of_snapshot_item(item), applied, restored
+                )
             # Versions per page, the old cursor kept: a crash halfway snapshots again and
             # skips what was handed already.
+            if restored:
+                log.warning(
+                    "snapshot older than the held state for %d notification(s): "
+                    "the NMC was restored; taking the snapshot's versions",
+                    len(restored),
+                )
+                self.store.replace_versions(restored)
             self._commit(self.store.cursor(), applied)
             if page.volgende is None:
                 break

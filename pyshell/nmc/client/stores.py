@@ -30,6 +30,11 @@ class CursorStore(Protocol):
         """Store `cursor` and raise the held versions to `versions`, all or nothing."""
         ...
 
+    def replace_versions(self, versions: Mapping[str, int]) -> None:
+        """Set the held versions to `versions`, also where that is lower: a snapshot after a
+        point-in-time restore of the NMC, whose state is older than what was seen before."""
+        ...
+
 
 class MemoryCursorStore:
     def __init__(self, cursor: str | None = None, versions: Mapping[str, int] | None = None):
@@ -53,6 +58,10 @@ class MemoryCursorStore:
             _raise_versions(self._versions, versions)
             self._cursor = cursor
 
+    def replace_versions(self, versions: Mapping[str, int]) -> None:
+        with self._lock:
+            self._versions.update(versions)
+
 
 class FileCursorStore(MemoryCursorStore):
     """A JSON file `{"cursor": …, "versions": {id: version}}`, replaced atomically.
@@ -74,6 +83,12 @@ class FileCursorStore(MemoryCursorStore):
             _raise_versions(merged, versions)
             _write_atomically(self.path, {"cursor": cursor, "versions": merged})
             self._versions, self._cursor = merged, cursor
+
+    def replace_versions(self, versions: Mapping[str, int]) -> None:
+        with self._lock:
+            merged = {**self._versions, **versions}
+            _write_atomically(self.path, {"cursor": self._cursor, "versions": merged})
+            self._versions = merged
 
 
 def _raise_versions(held: dict[str, int], versions: Mapping[str, int]) -> None:
