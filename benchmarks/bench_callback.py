@@ -122,6 +122,8 @@ def sql_receipt_ceiling(url: str, sent: list[tuple[str, str]], clients: int) -> 
             "status": ["delivered"] * len(chunk),
             "completed_at": [now] * len(chunk),
             "sent_at": [now] * len(chunk),
+            "template_id": [uuid.uuid4() for _ in chunk],  # as the HTTP receipts carry
+            "template_versie": [1] * len(chunk),
         }
         for chunk in (sent[i : i + group] for i in range(0, len(sent), group))
     ]

@@ -17,9 +17,10 @@ What is scanned (the NMC's outputs, never its inputs, never the simulators' own 
   that do not propagate), as the JSON formatters write it: the message and the extra fields;
   not the client side's `httpx`/`httpcore` records, which log the URLs the *tests* call;
 * every API response's headers, and the body of every error (status >= 400), of /metrics
-  and of /health/*;
-* before a test database is dropped: its event rows, the tasks' last error classes and
-  the output of nmc.metrics() rendered as /metrics renders it;
+  and of /health/*, and of every delivery proof (its JWS decoded) and history page;
+* before a test database is dropped: its event rows, the receipt history and settlement
+  records (the delivery proof's), the tasks' last error classes and the output of
+  nmc.metrics() rendered as /metrics renders it;
 * what a test hands in with `output` (the `nmc` CLI fixture's stdout/stderr, a worker
   process's stderr, a worker's /metrics).
 
@@ -29,6 +30,7 @@ cost stays small with thousands of values). A finding names the test, the kind a
 never the value; `pytest_sessionfinish` (tests_py/conftest.py) fails the run on any.
 """
 
+import base64
 import json
 import logging
 import re
@@ -49,6 +51,8 @@ MIN_DIGITS = 8
 # The client side of the tests: httpx logs every URL a test client calls (query included).
 CLIENT_LOGGERS = ("httpx", "httpcore")
 OBSERVED_PATHS = ("/metrics", "/health/live", "/health/ready")
+# Responses whose success bodies are scanned too: the delivery proof and the history.
+OBSERVED_SUFFIXES = ("/afleverbewijs", "/geschiedenis")
 
 _TOKEN = re.compile(r"[\w@.+\-]+")
 _STANDARD_RECORD_FIELDS = frozenset(
@@ -265,12 +269,12 @@ def install() -> Callable[[], None]:
                 headers = b"\n".join(k + b": " + v for k, v in message.get("headers", ()))
                 SCAN.output(_where("headers", scope, status), headers.decode("latin-1"))
             elif message["type"] == "http.response.body" and (
-                status >= 400 or path in OBSERVED_PATHS
+                status >= 400 or path in OBSERVED_PATHS or path.endswith(OBSERVED_SUFFIXES)
             ):
                 response_body.extend(message.get("body", b""))
                 if not message.get("more_body"):
                     text = response_body.decode("utf-8", "replace")
-                    SCAN.output(_where("body", scope, status), text)
+                    SCAN.output(_where("body", scope, status), readable(text))
             await send(message)
 
         await original_app_call(self, scope, observed_receive, observed_send)
@@ -294,6 +298,21 @@ def install() -> Callable[[], None]:
     return undo
 
 
+def readable(text: str) -> str:
+    """The text, and when it is a compact JWS (a delivery proof) its header and payload
+    decoded: base64url hides a value from a plain substring search."""
+    parts = text.strip().split(".")
+    if len(parts) != 3 or not all(re.fullmatch(r"[A-Za-z0-9_-]+", part) for part in parts):
+        return text
+    decoded = []
+    for part in parts[:2]:
+        try:
+            decoded.append(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)).decode())
+        except (ValueError, UnicodeDecodeError):
+            return text
+    return "\n".join([text, *decoded])
+
+
 def _where(part: str, scope: Mapping[str, Any], status: int) -> str:
     # The route template, never the raw path (a test may put anything in a path).
     route = getattr(scope.get("route"), "path", None) or "(geen route)"
@@ -315,6 +334,8 @@ def scan_database(url: str) -> None:
             return  # never migrated
         queries = {
             "the event rows": "SELECT e::text FROM nmc.event AS e",
+            "the receipt history": "SELECT h::text FROM nmc.receiptgeschiedenis AS h",
+            "the settlement records": "SELECT v::text FROM nmc.vaststelling AS v",
             "the tasks' last errors": "SELECT t.laatste_fout FROM nmc.taak AS t"
             " WHERE t.laatste_fout IS NOT NULL",
         }

@@ -74,6 +74,8 @@ def test_paths_and_methods(doc):
         ("/notificaties", "get"),
         ("/notificaties/{notificatieId}", "get"),
         ("/notificaties/{notificatieId}", "delete"),
+        ("/notificaties/{notificatieId}/afleverbewijs", "get"),
+        ("/notificaties/{notificatieId}/geschiedenis", "get"),
         ("/notificaties/wijzigingen", "get"),
         ("/notificaties/wijzigingen/bevestiging", "put"),
         ("/notificaties/_snapshot", "get"),

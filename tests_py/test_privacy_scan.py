@@ -10,8 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jwt
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
@@ -86,6 +87,55 @@ def test_a_test_database_is_scanned_before_it_is_dropped(conn, db_url):
     scan_database(db_url)
     [finding] = provoked()
     assert (finding.kind, finding.where) == (NUMMER, "the tasks' last errors")
+
+
+def test_a_delivery_proof_is_scanned_decoded_and_a_history_page_too():
+    SCAN.register(EMAIL, "bewijs.lek@prive-voorbeeld.nl")
+    SCAN.register(DVREF, "dvref-geschiedenis-5150")
+    proof = jwt.encode(
+        {"notificatie": {"naar": "bewijs.lek@prive-voorbeeld.nl"}},
+        "een-sleutel-van-de-test-0123456789abcdef",
+        algorithm="HS256",
+    )
+    assert "bewijs.lek" not in proof  # base64url: only the decoded payload shows it
+
+    async def afleverbewijs(request: Request) -> Response:
+        return Response(proof, media_type="application/jose")
+
+    async def geschiedenis(request: Request) -> JSONResponse:
+        return JSONResponse({"events": [], "opmerking": "dvref-geschiedenis-5150"})
+
+    base = "/api/nmc/v1/notificaties/{notificatieId}"
+    app = NmcApi(
+        routes=[
+            Route(f"{base}/afleverbewijs", afleverbewijs, methods=["GET"]),
+            Route(f"{base}/geschiedenis", geschiedenis, methods=["GET"]),
+        ]
+    )
+    app.log_access = False
+    with TestClient(app) as client:
+        assert client.get("/api/nmc/v1/notificaties/x/afleverbewijs").status_code == 200
+        assert client.get("/api/nmc/v1/notificaties/x/geschiedenis").status_code == 200
+    found = {(f.kind, f.where) for f in provoked()}
+    assert found == {
+        (EMAIL, f"the response body of GET {base}/afleverbewijs (200)"),
+        (DVREF, f"the response body of GET {base}/geschiedenis (200)"),
+    }
+
+
+def test_the_receipt_history_is_scanned_before_the_database_is_dropped(conn, db_url):
+    SCAN.register(NUMMER, "999990045")
+    conn.execute("SET session_replication_role = replica")  # no notification needed
+    conn.execute(
+        "INSERT INTO nmc.receiptgeschiedenis (notificatie_id, poging_id, bron, status,"
+        " ontvangen_op, verwerkt_op, resultaat, toegepast, na_eindstatus, notificatie_versie)"
+        " VALUES (gen_random_uuid(), gen_random_uuid(), 'callback', 'x-999990045', now(),"
+        " now(), 'onbekende-status', false, false, 1)"
+    )
+    conn.execute("RESET session_replication_role")
+    scan_database(db_url)
+    [finding] = provoked()
+    assert (finding.kind, finding.where) == (NUMMER, "the receipt history")
 
 
 def test_a_run_with_a_leak_fails_and_names_where(tmp_path):

@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from nmc.afleverbewijs_signing import new_afleverbewijs_ring
 from nmc.api.auth import generate_dev_iam_key, issue_dev_token
 from nmc.config import Settings
 from nmc.crypto import PURPOSE_DVREF, PURPOSE_PAYLOAD, new_kek_ring, new_peppers
@@ -34,6 +35,7 @@ SECRET_FILES = (
     "dev-iam-key.pem",
     "jwks.json",
     "webhook-signing.json",
+    "afleverbewijs-signing.json",
     "dev.env",
 )
 
@@ -117,8 +119,8 @@ def dev_token(oin: str, ttl: int) -> str:
 
 def init_secrets(directory: Path, *, force: bool = False) -> Path:
     """Write a dev KEK ring, peppers (dvref, payload, cursor), NotifyNL keys (one per service
-    of DEV_NOTIFY_SERVICES), dev IAM key + JWKS, a webhook signing ring and dev.env into
-    `directory`.
+    of DEV_NOTIFY_SERVICES), dev IAM key + JWKS, a webhook signing ring, a delivery-proof
+    signing ring and dev.env into `directory`.
 
     Returns the path of dev.env, which exports every setting the API needs. Existing files
     are kept unless `force`: replacing a KEK makes stored notifications unreadable.
@@ -137,6 +139,10 @@ def init_secrets(directory: Path, *, force: bool = False) -> Path:
     _write_private(
         directory / "webhook-signing.json", json.dumps(new_signing_ring("dev-webhook-1"), indent=2)
     )
+    _write_private(
+        directory / "afleverbewijs-signing.json",
+        json.dumps(new_afleverbewijs_ring("dev-afleverbewijs-1"), indent=2),
+    )
     # One NotifyNL key per Notify service, as NotifyNL issues them: {name}-{service id}-{secret}.
     notify_keys = {
         service: f"nmc-dev-{service}-{uuid.uuid4()}-{uuid.uuid4()}"
@@ -154,6 +160,7 @@ def init_secrets(directory: Path, *, force: bool = False) -> Path:
         "NMC_DEV_IAM_KEY_FILE": directory / "dev-iam-key.pem",
         "NMC_NOTIFYNL_CALLBACK_TOKEN": secrets.token_urlsafe(32),
         "NMC_WEBHOOK_SIGNING_KEYS_FILE": directory / "webhook-signing.json",
+        "NMC_AFLEVERBEWIJS_SIGNING_KEYS_FILE": directory / "afleverbewijs-signing.json",
     }
     env_file = directory / "dev.env"
     _write_private(

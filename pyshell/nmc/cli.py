@@ -140,6 +140,74 @@ def admin_keys_init(args: argparse.Namespace, settings: Settings) -> int:
 # --- end of the DV API block ---
 
 
+# --- The delivery-proof signing ring: `nmc admin keys afleverbewijs list|add|activate` ---
+
+
+def _afleverbewijs_file(args: argparse.Namespace) -> Path:
+    path = args.file or os.environ.get("NMC_AFLEVERBEWIJS_SIGNING_KEYS_FILE")
+    if not path:
+        raise NmcError("name the ring with --file or NMC_AFLEVERBEWIJS_SIGNING_KEYS_FILE")
+    return Path(path)
+
+
+def admin_afleverbewijs_list(args: argparse.Namespace, settings: Settings) -> int:
+    from nmc import afleverbewijs_signing as proof
+
+    for kid, alg, state in proof.describe(proof.read_ring_document(_afleverbewijs_file(args))):
+        print(f"{kid}  {alg}  {state}")
+    return 0
+
+
+def admin_afleverbewijs_add(args: argparse.Namespace, settings: Settings) -> int:
+    from nmc import afleverbewijs_signing as proof
+
+    path = _afleverbewijs_file(args)
+    document = proof.add_key(proof.read_ring_document(path), args.kid, args.alg)
+    proof.write_ring_document(path, document)
+    print(
+        f"key {args.kid} added to {path} (published, not signing): roll the API, then "
+        f"`nmc admin keys afleverbewijs activate --kid {args.kid}`"
+    )
+    return 0
+
+
+def admin_afleverbewijs_activate(args: argparse.Namespace, settings: Settings) -> int:
+    from datetime import timedelta
+
+    from nmc import afleverbewijs_signing as proof
+
+    path = _afleverbewijs_file(args)
+    document = proof.activate_key(
+        proof.read_ring_document(path), args.kid, keep=timedelta(days=args.bewaar_dagen)
+    )
+    proof.write_ring_document(path, document)
+    retired = ", ".join(sorted(document["retired"])) or "none"
+    print(f"key {args.kid} signs proofs now; retired (still published): {retired}. Roll the API.")
+    return 0
+
+
+def _add_afleverbewijs_keys_commands(keys: argparse._SubParsersAction) -> None:
+    ring = _group(keys, "afleverbewijs", "the delivery-proof signing ring (docs/afleverbewijs.md)")
+    listing = _command(ring, "list", admin_afleverbewijs_list, "the keys and their state")
+    add = _command(ring, "add", admin_afleverbewijs_add, "add a new key (published, not signing)")
+    add.add_argument("--kid", required=True, help="the new key's id")
+    add.add_argument("--alg", choices=("ES256", "RS256"), default="ES256")
+    activate = _command(
+        ring, "activate", admin_afleverbewijs_activate, "let a key sign; retire the others"
+    )
+    activate.add_argument("--kid", required=True, help="the key that signs from now on")
+    activate.add_argument(
+        "--bewaar-dagen",
+        type=int,
+        default=366,
+        help="drop retired keys retired longer ago (the delivery-proof retention + 1 day; 366)",
+    )
+    for command in (listing, add, activate):
+        command.add_argument(
+            "--file", type=Path, help="default: $NMC_AFLEVERBEWIJS_SIGNING_KEYS_FILE"
+        )
+
+
 # --- The send pipeline (issues 4 and 5): `nmc worker`, `nmc sim notifynl|profielservice|ldv` ---
 
 
@@ -551,6 +619,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     keys_init.add_argument("--dir", type=Path, help="default: $NMC_HOME/secrets")
     keys_init.add_argument("--force", action="store_true", help="replace existing files")
+    _add_afleverbewijs_keys_commands(keys)  # the delivery-proof signing ring
     # --- end of the DV API block ---
 
     _add_operations_commands(admin)  # the feed and operations (issues 6 and 7)

@@ -86,6 +86,16 @@ ORDER BY r.item
 -- get_notificatie --
 SELECT nmc.get_notificatie(%(dv_id)s::integer, %(id)s::uuid)
 
+-- get_afleverbewijs --
+-- The content of the delivery proof; the API signs it (nmc.api.routes_bewijs).
+SELECT nmc.get_afleverbewijs(%(dv_id)s::integer, %(id)s::uuid)
+
+-- get_geschiedenis --
+SELECT nmc.get_geschiedenis(
+    %(dv_id)s::integer, %(id)s::uuid, %(na_sequence)s::integer, %(na_receipt)s::bigint,
+    %(limiet)s::integer
+)
+
 -- find_notificaties --
 SELECT f.n
 FROM nmc.find_notificaties(
@@ -104,10 +114,12 @@ SELECT nmc.store_receipt(
 )
 
 -- store_receipts --
+-- With the template id and version from each receipt (the delivery proof's).
 SELECT r.item, r.resultaat
-FROM nmc.store_receipts(
+FROM nmc.store_receipts_v2(
     %(reference)b::text[], %(notifynl_id)b::uuid[], %(status)b::text[],
-    %(completed_at)b::timestamptz[], %(sent_at)b::timestamptz[]
+    %(completed_at)b::timestamptz[], %(sent_at)b::timestamptz[], %(template_id)b::uuid[],
+    %(template_versie)b::integer[]
 ) AS r
 ORDER BY r.item
 

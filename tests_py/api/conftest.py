@@ -23,6 +23,7 @@ from apitest import (
 )
 from starlette.testclient import TestClient
 
+from nmc.afleverbewijs_signing import new_afleverbewijs_ring
 from nmc.api.app import create_app
 from nmc.api.auth import generate_dev_iam_key
 from nmc.crypto import new_kek_ring, new_peppers
@@ -47,6 +48,9 @@ def api_env(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Api
     peppers = new_peppers()
     generate_dev_iam_key(secrets / "dev-iam-key.pem", secrets / "jwks.json")
     (secrets / "webhook-signing.json").write_text(json.dumps(new_signing_ring("nmc-test-1")))
+    (secrets / "afleverbewijs-signing.json").write_text(
+        json.dumps(new_afleverbewijs_ring("nmc-bewijs-test-1"))
+    )
     for name, value in {
         "NMC_API_DATABASE_URL": with_overrides(db_url, user="nmc_api"),
         "NMC_KEK_FILE": str(secrets / "kek.json"),
@@ -60,6 +64,7 @@ def api_env(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Api
         "NMC_API_POOL_MAX": "4",
         "NMC_LDV_FILE": str(tmp_path / "ldv.jsonl"),
         "NMC_WEBHOOK_SIGNING_KEYS_FILE": str(secrets / "webhook-signing.json"),
+        "NMC_AFLEVERBEWIJS_SIGNING_KEYS_FILE": str(secrets / "afleverbewijs-signing.json"),
         "NMC_OIN": "00000001234567890000",
     }.items():
         monkeypatch.setenv(name, value)

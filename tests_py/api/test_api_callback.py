@@ -180,8 +180,8 @@ def test_bad_json_is_400_and_counted(client, conn, content, content_type):
 
 def test_storage_failure_is_503_so_notifynl_retries(client, conn, poging_id):
     conn.execute(
-        "REVOKE EXECUTE ON FUNCTION nmc.store_receipts("
-        "text[], uuid[], text[], timestamptz[], timestamptz[]) FROM nmc_api"
+        "REVOKE EXECUTE ON FUNCTION nmc.store_receipts_v2("
+        "text[], uuid[], text[], timestamptz[], timestamptz[], uuid[], integer[]) FROM nmc_api"
     )
     response = client.post(CALLBACK, json=receipt(poging_id), headers=bearer())
     assert response.status_code == 503

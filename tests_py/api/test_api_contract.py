@@ -174,6 +174,12 @@ def valid_requests(client: TestClient) -> dict[Operation, Callable[[], Request]]
         ),
         ("/notificaties", "get"): get("/notificaties", dvRef=dvref),
         ("/notificaties/{notificatieId}", "get"): get(f"/notificaties/{kept}"),
+        ("/notificaties/{notificatieId}/afleverbewijs", "get"): get(
+            f"/notificaties/{kept}/afleverbewijs"
+        ),
+        ("/notificaties/{notificatieId}/geschiedenis", "get"): get(
+            f"/notificaties/{kept}/geschiedenis"
+        ),
         ("/notificaties/{notificatieId}", "delete"): lambda: {
             "method": "DELETE",
             "url": f"{BASE}/notificaties/{intake(client)[0]}",

@@ -61,9 +61,11 @@ def test_the_jwks_publishes_the_public_signing_keys(client, api_env, path):
     assert response.status_code == 200
     assert response.headers["content-type"] == "application/json"
     document = response.json()
-    [key] = document["keys"]
+    # The webhook ring's key, then the delivery-proof ring's (nmc.afleverbewijs_signing).
+    key, proof_key = document["keys"]
     assert key["kid"] == "nmc-test-1" and key["alg"] == "ES256" and key["use"] == "sig"
-    assert not PRIVATE_MEMBERS & set(key), "no private material"
+    assert proof_key["kid"] == "nmc-bewijs-test-1" and proof_key["use"] == "sig"
+    assert not PRIVATE_MEMBERS & (set(key) | set(proof_key)), "no private material"
     assert "PRIVATE" not in response.text
 
     # A token the worker signs with the ring verifies against what the API publishes.
@@ -93,12 +95,14 @@ def test_the_jwks_lists_every_key_of_a_rotating_ring(api_env, dvs, monkeypatch):
     assert [(k["kid"], k["alg"], k["kty"]) for k in keys] == [
         ("nieuw", "ES256", "EC"),
         ("oud", "RS256", "RSA"),
+        ("nmc-bewijs-test-1", "ES256", "EC"),  # the delivery-proof ring's, after them
     ]
     assert all(not PRIVATE_MEMBERS & set(k) for k in keys)
 
 
 def test_without_a_signing_ring_the_jwks_is_empty(api_env, dvs, monkeypatch):
     monkeypatch.delenv("NMC_WEBHOOK_SIGNING_KEYS_FILE")
+    monkeypatch.delenv("NMC_AFLEVERBEWIJS_SIGNING_KEYS_FILE")
     with TestClient(create_app()) as client:
         assert client.get("/.well-known/jwks.json").json() == {"keys": []}
 

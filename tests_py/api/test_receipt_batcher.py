@@ -82,8 +82,8 @@ def test_a_batch_never_exceeds_its_maximum(api_env, pogingen, conn):
 
 def test_a_failed_store_fails_every_receipt_of_its_batch(api_env, pogingen, conn):
     conn.execute(
-        "REVOKE EXECUTE ON FUNCTION nmc.store_receipts("
-        "text[], uuid[], text[], timestamptz[], timestamptz[]) FROM nmc_api"
+        "REVOKE EXECUTE ON FUNCTION nmc.store_receipts_v2("
+        "text[], uuid[], text[], timestamptz[], timestamptz[], uuid[], integer[]) FROM nmc_api"
     )
     receipts = [receipt(pogingen[0], "sending", None), receipt(pogingen[1], "sending", None)]
     results = asyncio.run(store_all(api_env.db_url, receipts))

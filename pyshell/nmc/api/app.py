@@ -21,7 +21,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from nmc.adapters.ldv import FileSink, HttpSink, Sink
-from nmc.api import routes_callback, routes_feed, routes_notificaties, routes_ops
+from nmc.afleverbewijs_signing import load_afleverbewijs_ring
+from nmc.api import routes_bewijs, routes_callback, routes_feed, routes_notificaties, routes_ops
 from nmc.api.auth import AuthSettings, BearerVerifier, JwksUnavailable
 from nmc.api.db import POOL_OPEN_TIMEOUT_SECONDS, DbClock, DvRegister, new_pool
 from nmc.api.metrics import HttpMetrics
@@ -36,6 +37,7 @@ from nmc.api.sse import StreamSlots
 from nmc.api.verstrekking_ldv import VerstrekkingLdv
 from nmc.cloudevents import PLACEHOLDER_OIN
 from nmc.crypto import PURPOSE_PAYLOAD, load_kek_ring, load_peppers
+from nmc.errors import NmcError
 from nmc.feed_cursor import CursorCodec
 from nmc.webhook_signing import load_signing_ring
 
@@ -74,6 +76,10 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
     signing = load_signing_ring()
     if signing is None:
         log.warning("NMC_WEBHOOK_SIGNING_KEYS_FILE is not set: the published JWKS is empty")
+    proof_ring = load_afleverbewijs_ring()
+    if proof_ring is None:
+        log.warning("NMC_AFLEVERBEWIJS_SIGNING_KEYS_FILE is not set: proofs answer 503")
+    jwks = published_jwks(signing.jwks() if signing else None, proof_ring)
     if PLACEHOLDER_OIN in settings.event_source:
         log.warning("NMC_OIN is not set: events carry a placeholder source")
     pool = new_pool(settings)
@@ -101,12 +107,24 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
             ldv=ldv,
             streams=StreamSlots(settings.sse.max_streams, settings.sse.max_streams_per_dv),
             receipts=ReceiptBatcher(pool),
-            jwks_json=json.dumps(signing.jwks() if signing else {"keys": []}).encode("ascii"),
+            jwks_json=json.dumps(jwks).encode("ascii"),
             replica=replica,
+            afleverbewijs=proof_ring,
         )
         if settings.callback_token is None:
             log.warning("NMC_NOTIFYNL_CALLBACK_TOKEN is not set: the callback answers 503")
         yield
+
+
+def published_jwks(webhook: dict | None, proof_ring) -> dict:
+    """One JWKS for every key the NMC signs with: the webhook ring's and the delivery-proof
+    ring's (retired proof keys included). A kid in both would make a token ambiguous."""
+    keys = list((webhook or {}).get("keys", []))
+    proof_keys = proof_ring.jwks()["keys"] if proof_ring is not None else []
+    shared = {k["kid"] for k in keys} & {k["kid"] for k in proof_keys}
+    if shared:
+        raise NmcError(f"key ids in both the webhook and the proof signing ring: {sorted(shared)}")
+    return {"keys": keys + proof_keys}
 
 
 async def ldv_sink(settings: ApiSettings, stack: AsyncExitStack) -> Sink:
@@ -127,6 +145,7 @@ def create_app(*, log_access: bool | None = None) -> NmcApi:
     app = NmcApi(
         routes=[
             *routes_feed.routes(),  # before the notificatie routes (see routes_feed.routes)
+            *routes_bewijs.routes(),
             *routes_notificaties.routes(),
             Route(f"{BASE_PATH}/openapi.json", openapi_json, methods=["GET"]),
             *routes_callback.routes(),

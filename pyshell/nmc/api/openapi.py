@@ -7,8 +7,9 @@ status, title and detail, every operation with input can answer 400, and query p
 lowerCamelCase. Limits and enums come from `validation` and `nmc.status`, so the document and
 the checks cannot drift apart.
 
-The feed's operations, schemas and the webhook are in `openapi_feed` (imported where the
-document is assembled: it builds on the helpers here).
+The feed's operations, schemas and the webhook are in `openapi_feed`, the delivery proof's
+in `openapi_bewijs` (imported where the document is assembled: they build on the helpers
+here).
 """
 
 from typing import Any
@@ -725,20 +726,22 @@ def _paths() -> dict[str, Any]:
 
 
 def _document(server_url: str, contact: dict[str, str]) -> dict[str, Any]:
-    from nmc.api import openapi_feed  # builds on this module's helpers
+    from nmc.api import openapi_bewijs, openapi_feed  # build on this module's helpers
 
     document = _base_document(server_url, contact)
-    document["info"]["description"] += openapi_feed.DESCRIPTION
-    document["tags"][-1:-1] = openapi_feed.TAGS
+    document["info"]["description"] += openapi_feed.DESCRIPTION + openapi_bewijs.DESCRIPTION
+    document["tags"][-1:-1] = openapi_feed.TAGS + openapi_bewijs.TAGS
     paths = document["paths"]
     document["paths"] = {
         **{path: item for path, item in paths.items() if path != "/openapi.json"},
+        **openapi_bewijs.paths(),
         **openapi_feed.paths(),
         "/openapi.json": paths["/openapi.json"],
     }
     document["webhooks"] = openapi_feed.webhooks()
     components = document["components"]
     components["schemas"].update(openapi_feed.schemas())
+    components["schemas"].update(openapi_bewijs.schemas())
     components["responses"].update(openapi_feed.responses())
     components["securitySchemes"].update(openapi_feed.security_schemes())
     return document

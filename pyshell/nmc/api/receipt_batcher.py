@@ -24,7 +24,15 @@ MAX_BATCH = 500  # well below the function's limit of 1000; bounds one transacti
 MAX_IN_FLIGHT = 2  # stores under way at once: one waits on the database while one fills
 MAX_REFUSALS = 1_000_000  # refusals one count may carry (the function's limit)
 
-_COLUMNS = ("reference", "notifynl_id", "status", "completed_at", "sent_at")
+_COLUMNS = (
+    "reference",
+    "notifynl_id",
+    "status",
+    "completed_at",
+    "sent_at",
+    "template_id",
+    "template_versie",
+)
 
 
 class ReceiptBatcher:
@@ -41,12 +49,13 @@ class ReceiptBatcher:
         )
 
     async def store(self, receipt: dict[str, Any]) -> str:
-        """Store one receipt (the parameters of nmc.store_receipt); returns its result:
+        """Store one receipt (the parameters of nmc.store_receipts_v2, one item; the template
+        members may be absent); returns its result:
         opgeslagen, dubbel or onbekende-reference. Raises what the store raised."""
         return await self._group.submit(receipt)
 
     async def _store(self, receipts: list[dict[str, Any]]) -> list[str]:
-        params = {name: [receipt[name] for receipt in receipts] for name in _COLUMNS}
+        params = {name: [receipt.get(name) for receipt in receipts] for name in _COLUMNS}
         rows = await db.call_all(self._pool, "store_receipts", params)
         return [resultaat for _, resultaat in rows]
 

@@ -122,6 +122,27 @@ def parse_receipt(body: dict[str, Any]) -> dict[str, Any]:
         "notifynl_id": uuid.UUID(notifynl_id),  # type: ignore[arg-type]
         "status": status,
         **moments,
+        **template_of(body),
+    }
+
+
+def template_of(body: dict[str, Any]) -> dict[str, Any]:
+    """The template id and version the receipt names, for the delivery proof. Taken only when
+    well-formed and otherwise left out (None): they are not what the receipt is about, so a
+    malformed one must not lose the receipt (a 400 would: NotifyNL does not retry it)."""
+    template_id = body.get("template_id")
+    version = body.get("template_version")
+    return {
+        "template_id": (
+            uuid.UUID(template_id)
+            if isinstance(template_id, str) and _UUID.match(template_id)
+            else None
+        ),
+        "template_versie": (
+            version
+            if isinstance(version, int) and not isinstance(version, bool) and 0 <= version < 10**9
+            else None
+        ),
     }
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from starlette.requests import Request
 
+from nmc.afleverbewijs_signing import AfleverbewijsRing
 from nmc.api.auth import LEEWAY_SECONDS, BearerVerifier, Principal, Unauthenticated
 from nmc.api.db import DbClock, Dienstverlener, DvRegister, Pool
 from nmc.api.problems import forbidden
@@ -78,6 +79,8 @@ class Services:
     jwks_json: bytes = field(repr=False)
     # The read-only pool of NMC_API_REPLICA_DATABASE_URL (nmc.api.replica); None: the primary.
     replica: Pool | None = field(default=None, repr=False)
+    # The delivery-proof signing ring (nmc.afleverbewijs_signing); None: proofs answer 503.
+    afleverbewijs: AfleverbewijsRing | None = field(default=None, repr=False)
 
     @property
     def pepper_versie(self) -> int:

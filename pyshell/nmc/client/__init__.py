@@ -13,7 +13,8 @@ imports its own modules relatively, so a DV may vendor this directory under any 
 
 Modules: `api` (NmcClient), `transport` (retries), `problems` (typed errors with the RFC 9457
 problem), `feed` (FeedReader, the sequence rule, snapshot restart), `stores` (cursor stores),
-`webhook` (JWT verification against the NMC's JWKS, the CloudEvents batch).
+`webhook` (JWT verification against the NMC's JWKS, the CloudEvents batch), `bewijs` (the
+delivery proof's verification; `python -m nmc.client.bewijs` checks a saved proof).
 """
 
 from .api import (
@@ -24,6 +25,7 @@ from .api import (
     SnapshotPage,
     Status,
 )
+from .bewijs import Afleverbewijs, BewijsOngeldig, StaticJwks, verify_afleverbewijs
 from .feed import FeedReader, MalformedEvent, PollResult, StatusChange
 from .problems import (
     Conflict,
@@ -52,7 +54,9 @@ from .webhook import (
 
 __all__ = [
     "Accepted",
+    "Afleverbewijs",
     "BatchAccepted",
+    "BewijsOngeldig",
     "Conflict",
     "CursorExpired",
     "CursorStore",
@@ -75,6 +79,7 @@ __all__ = [
     "RetryPolicy",
     "ServerError",
     "SnapshotPage",
+    "StaticJwks",
     "Status",
     "StatusChange",
     "TooManyRequests",
@@ -83,4 +88,5 @@ __all__ = [
     "WebhookRejected",
     "WebhookVerifier",
     "parse_batch",
+    "verify_afleverbewijs",
 ]

@@ -19,8 +19,10 @@ from typing import Any, Literal
 
 import httpx
 
+from .bewijs import Afleverbewijs, verify_afleverbewijs
 from .problems import Conflict
 from .transport import RetryPolicy, Transport
+from .webhook import JwksCache
 
 Regie = Literal["decentraal", "centraal"]
 BATCH_MAX = 1000
@@ -92,6 +94,7 @@ class NmcClient:
         self.transport = Transport(
             base_url, token_provider, self.http, retry or RetryPolicy(), sleep
         )
+        self._jwks: JwksCache | None = None
 
     @property
     def base_url(self) -> str:
@@ -101,6 +104,13 @@ class NmcClient:
     def jwks_url(self) -> str:
         """Where the NMC publishes the public keys of its webhook tokens."""
         return self.base_url + JWKS_PATH
+
+    @property
+    def jwks(self) -> JwksCache:
+        """The NMC's published keys (webhook tokens and delivery proofs), cached."""
+        if self._jwks is None:
+            self._jwks = JwksCache(self.jwks_url, self.http)
+        return self._jwks
 
     def close(self) -> None:
         if self._owns_http:
@@ -181,6 +191,49 @@ class NmcClient:
         except Conflict as conflict:
             if conflict.problem.members.get("notificatieStatus") != CANCELLED:
                 raise
+
+    # ----------------------------------------------------------------------------------------
+    # The delivery proof and the history (docs/afleverbewijs.md)
+
+    def afleverbewijs(
+        self, notificatie_id: str, *, issuer: str, jwks: JwksCache | None = None
+    ) -> Afleverbewijs:
+        """GET /notificaties/{id}/afleverbewijs, verified (nmc.client.bewijs): the signature
+        against the NMC's JWKS, `issuer` (the NMC's iss, its event source), the notification
+        id and the event chain. Raises BewijsOngeldig when it does not verify; keep `.jws`,
+        the evidence a third party can check offline."""
+        wanted = _uuid(notificatie_id)
+        response = self.transport.call(
+            "GET",
+            f"/notificaties/{wanted}/afleverbewijs",
+            headers={"Accept": "application/jose, application/problem+json"},
+            ok=(200,),
+        )
+        return verify_afleverbewijs(
+            response.text, jwks or self.jwks, issuer=issuer, notificatie_id=wanted
+        )
+
+    def geschiedenis(self, notificatie_id: str, *, limiet: int | None = None) -> dict[str, Any]:
+        """GET /notificaties/{id}/geschiedenis, every page: the notification, its attempts
+        and settlement, and all its events and receipts (each with its attempt number)."""
+        cursor: str | None = None
+        merged: dict[str, Any] | None = None
+        while True:
+            response = self.transport.call(
+                "GET",
+                f"/notificaties/{_uuid(notificatie_id)}/geschiedenis",
+                params={"limiet": limiet, "cursor": cursor},
+                ok=(200,),
+            )
+            page = response.json()
+            if merged is None:
+                merged = {**page, "events": [], "receipts": []}
+            merged["events"] += page["events"]
+            merged["receipts"] += page["receipts"]
+            cursor = page.get("volgende")
+            if not cursor:
+                merged["volgende"] = None
+                return merged
 
     # ----------------------------------------------------------------------------------------
     # The feed (docs/feed.md)
