@@ -160,6 +160,52 @@ def test_feed_check_wants_exactly_the_final_state_from_each_dv_consumer():
 
 
 # ---------------------------------------------------------------------------------------
+# The delivery proofs
+
+
+def proof_of(notificatie_id: str, status: str, versie: int, reden=None, *statuses: str) -> dict:
+    """The claims of a verified proof (as nmc.soak.proofs keeps them)."""
+    events, previous = [], None
+    for sequence, naar in enumerate(statuses, start=1):
+        events.append({"sequence": sequence, "van": previous, "naar": naar})
+        previous = naar
+    return {
+        "sub": notificatie_id,
+        "definitief": True,
+        "notificatie": {"status": status, "reden": reden, "versie": versie},
+        "events": events,
+    }
+
+
+def test_proof_check_wants_a_verified_final_proof_agreeing_with_the_log_and_the_feed():
+    notificaties = {A: row(A, "definitief-bezorgd", 5), B: row(B, "geannuleerd", 2, "geannuleerd")}
+    events = [*chain(A, *DELIVERED), *chain(B, "aangenomen", "geannuleerd")]
+    held = {"dv1": {A: Held("definitief-bezorgd", 5), B: Held("geannuleerd", 2, "geannuleerd")}}
+    good = {
+        A: proof_of(A, "definitief-bezorgd", 5, None, *DELIVERED),
+        B: proof_of(B, "geannuleerd", 2, "geannuleerd", "aangenomen", "geannuleerd"),
+    }
+    assert checks.afleverbewijzen(notificaties, events, good, {}, held).ok
+
+    def count(proofs, failures=None, held=held, notificaties=notificaties) -> int:
+        return checks.afleverbewijzen(notificaties, events, proofs, failures or {}, held).count
+
+    assert count({A: good[A]}, {B: "the signature does not verify"}) == 1
+    assert count({A: good[A]}) == 1  # no proof at all
+    other_chain = proof_of(A, "definitief-bezorgd", 5, None, "aangenomen", "in-verzending",
+                           "verzonden", "verzonden", "definitief-bezorgd")  # fmt: skip
+    assert count({**good, A: other_chain}) == 1
+    not_final = {**good, A: {**good[A], "definitief": False}}
+    assert count(not_final) == 1
+    other_status = {**good, B: proof_of(B, "verlopen", 2, "verlopen", "aangenomen", "verlopen")}
+    assert count(other_status) >= 2  # the database's status and the chain both differ
+    feed_behind = {"dv1": {**held["dv1"], A: Held("bezorgd", 4)}}
+    assert count(good, held=feed_behind) == 1
+    still_open = {**notificaties, C: row(C, "verzonden", 3)}
+    assert count(good, notificaties=still_open) == 0  # only terminal notifications
+
+
+# ---------------------------------------------------------------------------------------
 # Duplicate e-mails
 
 

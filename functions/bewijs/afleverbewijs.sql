@@ -7,30 +7,36 @@
 -- Times are rendered in UTC and intervals as ISO 8601 durations whatever the session's
 -- settings, so the final proof is the same text at every later request but for its issue
 -- time. Receipts judged after the final status that changed nothing are left out of the
--- proof (they do not count, SPEC §4) and shown in the history.
+-- proof (they do not count, SPEC §4) and shown in the history. The helpers are PL/pgSQL,
+-- not SQL: their plans are kept per session, where a SQL function with a SET clause is
+-- planned again at every call.
 
 CREATE OR REPLACE FUNCTION nmc.bewijs_events_json(
     p_notificatie_id uuid, p_na_sequence integer, p_limiet integer
 )
 RETURNS jsonb
-LANGUAGE sql
+LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
-        'eventId', e.event_id,
-        'sequence', e.sequence,
-        'van', e.van,
-        'naar', e.naar,
-        'reden', e.reden,
-        'tijdstip', e.tijdstip
-    ) ORDER BY e.sequence, e.event_id), '[]'::jsonb)
-    FROM (
-        SELECT x.* FROM nmc.event AS x
-        WHERE x.notificatie_id = p_notificatie_id AND x.sequence > p_na_sequence
-        ORDER BY x.sequence, x.event_id
-        LIMIT p_limiet
-    ) AS e
+BEGIN
+    RETURN (
+        SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+            'eventId', e.event_id,
+            'sequence', e.sequence,
+            'van', e.van,
+            'naar', e.naar,
+            'reden', e.reden,
+            'tijdstip', e.tijdstip
+        ) ORDER BY e.sequence, e.event_id), '[]'::jsonb)
+        FROM (
+            SELECT x.* FROM nmc.event AS x
+            WHERE x.notificatie_id = p_notificatie_id AND x.sequence > p_na_sequence
+            ORDER BY x.sequence, x.event_id
+            LIMIT p_limiet
+        ) AS e
+    );
+END
 $$;
 COMMENT ON FUNCTION nmc.bewijs_events_json(uuid, integer, integer) IS
 'The events of one notification after sequence p_na_sequence, at most p_limiet (NULL: '
@@ -38,22 +44,26 @@ COMMENT ON FUNCTION nmc.bewijs_events_json(uuid, integer, integer) IS
 
 CREATE OR REPLACE FUNCTION nmc.bewijs_receipt_json(p_h nmc.receiptgeschiedenis)
 RETURNS jsonb
-LANGUAGE sql
+LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT pg_catalog.jsonb_build_object(
-        'status', p_h.status,
-        'bron', p_h.bron,
-        'notifynlId', p_h.notifynl_id,
-        'afgerondOp', p_h.completed_at,
-        'verzondenOp', p_h.sent_at,
-        'ontvangenOp', p_h.ontvangen_op,
-        'toegepast', p_h.toegepast,
-        'resultaat', p_h.resultaat,
-        'templateId', p_h.template_id,
-        'templateVersie', p_h.template_versie
-    )
+BEGIN
+    RETURN (
+        SELECT pg_catalog.jsonb_build_object(
+            'status', p_h.status,
+            'bron', p_h.bron,
+            'notifynlId', p_h.notifynl_id,
+            'afgerondOp', p_h.completed_at,
+            'verzondenOp', p_h.sent_at,
+            'ontvangenOp', p_h.ontvangen_op,
+            'toegepast', p_h.toegepast,
+            'resultaat', p_h.resultaat,
+            'templateId', p_h.template_id,
+            'templateVersie', p_h.template_versie
+        )
+    );
+END
 $$;
 COMMENT ON FUNCTION nmc.bewijs_receipt_json(nmc.receiptgeschiedenis) IS
 'One receipt as the delivery proof shows it: NotifyNL''s status and id, its completed_at '
@@ -63,50 +73,54 @@ COMMENT ON FUNCTION nmc.bewijs_receipt_json(nmc.receiptgeschiedenis) IS
 
 CREATE OR REPLACE FUNCTION nmc.bewijs_pogingen_json(p_n nmc.notificatie, p_alles boolean)
 RETURNS jsonb
-LANGUAGE sql
+LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT coalesce(pg_catalog.jsonb_agg(
-        pg_catalog.jsonb_build_object(
-            'nummer', p.nummer,
-            'status', p.status,
-            'notifynlId', p.notifynl_id,
-            -- A duplicate first seen in a receipt after the final status is not the final
-            -- proof's (that receipt is not either).
-            'duplicaatNotifynlIds', pg_catalog.to_jsonb(ARRAY(
-                SELECT d.id FROM unnest(p.duplicaat_ids) WITH ORDINALITY AS d (id, nr)
-                WHERE p_alles OR NOT coalesce((
-                    SELECT h.na_eindstatus FROM nmc.receiptgeschiedenis AS h
-                    WHERE h.notificatie_id = p_n.id AND h.poging_id = p.id
-                        AND h.notifynl_id = d.id
-                    ORDER BY h.id LIMIT 1
-                ), false)
-                ORDER BY d.nr
-            )),
-            'verzondenOp', p.verzonden_op,
-            'afgerondOp', p.afgerond_op
-        )
-        -- Under centraal the Profielservice contactgegeven used, never the address.
-        || CASE
-            WHEN p_n.regie = 'centraal'
-                THEN pg_catalog.jsonb_build_object('contactgegevenId', p.contactgegeven_id)
-            ELSE '{}'::jsonb
-        END
-        || CASE
-            WHEN p_alles THEN '{}'::jsonb
-            ELSE pg_catalog.jsonb_build_object('receipts', (
-                SELECT coalesce(pg_catalog.jsonb_agg(
-                    nmc.bewijs_receipt_json(h) ORDER BY h.id
-                ), '[]'::jsonb)
-                FROM nmc.receiptgeschiedenis AS h
-                WHERE h.notificatie_id = p_n.id AND h.poging_id = p.id AND NOT h.na_eindstatus
-            ))
-        END
-        ORDER BY p.nummer
-    ), '[]'::jsonb)
-    FROM nmc.poging AS p
-    WHERE p.notificatie_id = p_n.id
+BEGIN
+    RETURN (
+        SELECT coalesce(pg_catalog.jsonb_agg(
+            pg_catalog.jsonb_build_object(
+                'nummer', p.nummer,
+                'status', p.status,
+                'notifynlId', p.notifynl_id,
+                -- A duplicate first seen in a receipt after the final status is not the final
+                -- proof's (that receipt is not either).
+                'duplicaatNotifynlIds', pg_catalog.to_jsonb(ARRAY(
+                    SELECT d.id FROM unnest(p.duplicaat_ids) WITH ORDINALITY AS d (id, nr)
+                    WHERE p_alles OR NOT coalesce((
+                        SELECT h.na_eindstatus FROM nmc.receiptgeschiedenis AS h
+                        WHERE h.notificatie_id = p_n.id AND h.poging_id = p.id
+                            AND h.notifynl_id = d.id
+                        ORDER BY h.id LIMIT 1
+                    ), false)
+                    ORDER BY d.nr
+                )),
+                'verzondenOp', p.verzonden_op,
+                'afgerondOp', p.afgerond_op
+            )
+            -- Under centraal the Profielservice contactgegeven used, never the address.
+            || CASE
+                WHEN p_n.regie = 'centraal'
+                    THEN pg_catalog.jsonb_build_object('contactgegevenId', p.contactgegeven_id)
+                ELSE '{}'::jsonb
+            END
+            || CASE
+                WHEN p_alles THEN '{}'::jsonb
+                ELSE pg_catalog.jsonb_build_object('receipts', (
+                    SELECT coalesce(pg_catalog.jsonb_agg(
+                        nmc.bewijs_receipt_json(h) ORDER BY h.id
+                    ), '[]'::jsonb)
+                    FROM nmc.receiptgeschiedenis AS h
+                    WHERE h.notificatie_id = p_n.id AND h.poging_id = p.id AND NOT h.na_eindstatus
+                ))
+            END
+            ORDER BY p.nummer
+        ), '[]'::jsonb)
+        FROM nmc.poging AS p
+        WHERE p.notificatie_id = p_n.id
+    );
+END
 $$;
 COMMENT ON FUNCTION nmc.bewijs_pogingen_json(nmc.notificatie, boolean) IS
 'The attempts of a notification as the delivery proof shows them: number, status, NotifyNL '
@@ -117,44 +131,48 @@ COMMENT ON FUNCTION nmc.bewijs_pogingen_json(nmc.notificatie, boolean) IS
 
 CREATE OR REPLACE FUNCTION nmc.bewijs_vaststelling_json(p_n nmc.notificatie)
 RETURNS jsonb
-LANGUAGE sql
+LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT coalesce(
-        -- Settled: as recorded when it settled.
-        (
-            SELECT pg_catalog.jsonb_build_object(
-                'poging', p.nummer,
-                'afgerondOp', v.completed_at,
-                'termijn', v.termijn,
-                'callbackVenster', v.callback_venster,
-                'geplandOp', v.gepland_op,
-                'vastgesteldOp', v.vastgesteld_op
-            )
-            FROM nmc.vaststelling AS v
-            INNER JOIN nmc.poging AS p ON p.id = v.poging_id
-            WHERE v.notificatie_id = p_n.id
-        ),
-        -- Delivered, not settled yet: the open settlement task.
-        (
-            SELECT pg_catalog.jsonb_build_object(
-                'poging', p.nummer,
-                'afgerondOp', p.afgerond_op,
-                'termijn', i.vaststellingstermijn,
-                'callbackVenster', i.callback_venster,
-                'geplandOp', t.due,
-                'vastgesteldOp', NULL
-            )
-            FROM nmc.taak AS t
-            INNER JOIN nmc.poging AS p ON p.id = t.poging_id
-            CROSS JOIN nmc.instellingen AS i
-            WHERE p_n.status = 'bezorgd' AND t.notificatie_id = p_n.id
-                AND t.soort = 'vaststellen' AND t.staat IN ('open', 'claimed')
-            LIMIT 1
-        ),
-        'null'::jsonb
-    )
+BEGIN
+    RETURN (
+        SELECT coalesce(
+            -- Settled: as recorded when it settled.
+            (
+                SELECT pg_catalog.jsonb_build_object(
+                    'poging', p.nummer,
+                    'afgerondOp', v.completed_at,
+                    'termijn', v.termijn,
+                    'callbackVenster', v.callback_venster,
+                    'geplandOp', v.gepland_op,
+                    'vastgesteldOp', v.vastgesteld_op
+                )
+                FROM nmc.vaststelling AS v
+                INNER JOIN nmc.poging AS p ON p.id = v.poging_id
+                WHERE v.notificatie_id = p_n.id
+            ),
+            -- Delivered, not settled yet: the open settlement task.
+            (
+                SELECT pg_catalog.jsonb_build_object(
+                    'poging', p.nummer,
+                    'afgerondOp', p.afgerond_op,
+                    'termijn', i.vaststellingstermijn,
+                    'callbackVenster', i.callback_venster,
+                    'geplandOp', t.due,
+                    'vastgesteldOp', NULL
+                )
+                FROM nmc.taak AS t
+                INNER JOIN nmc.poging AS p ON p.id = t.poging_id
+                CROSS JOIN nmc.instellingen AS i
+                WHERE p_n.status = 'bezorgd' AND t.notificatie_id = p_n.id
+                    AND t.soort = 'vaststellen' AND t.staat IN ('open', 'claimed')
+                LIMIT 1
+            ),
+            'null'::jsonb
+        )
+    );
+END
 $$;
 COMMENT ON FUNCTION nmc.bewijs_vaststelling_json(nmc.notificatie) IS
 'The settlement of a delivered notification: the attempt it rests on and its completed_at, '
@@ -163,33 +181,37 @@ COMMENT ON FUNCTION nmc.bewijs_vaststelling_json(nmc.notificatie) IS
 
 CREATE OR REPLACE FUNCTION nmc.bewijs_notificatie_json(p_n nmc.notificatie, p_alles boolean)
 RETURNS jsonb
-LANGUAGE sql
+LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT pg_catalog.jsonb_build_object(
-        'notificatieId', p_n.id,
-        'dienstverlener', pg_catalog.jsonb_build_object('oin', d.oin, 'naam', d.naam),
-        'berichtType', p_n.berichttype,
-        'regie', p_n.regie,
-        'notifynlTemplateId', b.notifynl_template_id,
-        -- The version NotifyNL names in its receipts; the one the outcome rests on first.
-        'templateVersie', (
-            SELECT h.template_versie FROM nmc.receiptgeschiedenis AS h
-            WHERE h.notificatie_id = p_n.id AND h.template_versie IS NOT NULL
-                AND (p_alles OR NOT h.na_eindstatus)
-            ORDER BY h.toegepast DESC, h.id DESC
-            LIMIT 1
-        ),
-        'aangenomenOp', p_n.aangenomen_op,
-        'geldigTot', p_n.geldig_tot,
-        'status', p_n.status,
-        'reden', p_n.reden,
-        'versie', p_n.versie
-    )
-    FROM nmc.dienstverlener AS d
-    INNER JOIN nmc.berichttype AS b ON b.dv_id = d.dv_id AND b.code = p_n.berichttype
-    WHERE d.dv_id = p_n.dv_id
+BEGIN
+    RETURN (
+        SELECT pg_catalog.jsonb_build_object(
+            'notificatieId', p_n.id,
+            'dienstverlener', pg_catalog.jsonb_build_object('oin', d.oin, 'naam', d.naam),
+            'berichtType', p_n.berichttype,
+            'regie', p_n.regie,
+            'notifynlTemplateId', b.notifynl_template_id,
+            -- The version NotifyNL names in its receipts; the one the outcome rests on first.
+            'templateVersie', (
+                SELECT h.template_versie FROM nmc.receiptgeschiedenis AS h
+                WHERE h.notificatie_id = p_n.id AND h.template_versie IS NOT NULL
+                    AND (p_alles OR NOT h.na_eindstatus)
+                ORDER BY h.toegepast DESC, h.id DESC
+                LIMIT 1
+            ),
+            'aangenomenOp', p_n.aangenomen_op,
+            'geldigTot', p_n.geldig_tot,
+            'status', p_n.status,
+            'reden', p_n.reden,
+            'versie', p_n.versie
+        )
+        FROM nmc.dienstverlener AS d
+        INNER JOIN nmc.berichttype AS b ON b.dv_id = d.dv_id AND b.code = p_n.berichttype
+        WHERE d.dv_id = p_n.dv_id
+    );
+END
 $$;
 COMMENT ON FUNCTION nmc.bewijs_notificatie_json(nmc.notificatie, boolean) IS
 'The notification as the delivery proof names it: id, the DV (OIN and name), berichttype, '

@@ -9,6 +9,8 @@ processing and the settlement, with the clock moved by the database's own clock.
 import base64
 import json
 import os
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -419,6 +421,16 @@ def test_a_saved_proof_verifies_with_the_client_command(client, conn, tmp_path, 
     arguments = [str(saved), "--jwks", str(keys), "--issuer", issuer()]
     assert verify_main([*arguments, "--notificatie", notificatie_id]) == 0
     assert "geldig: afleverbewijs van notificatie" in capsys.readouterr().out
+    # The command as a DV runs it, in a process of its own.
+    run = subprocess.run(
+        [sys.executable, "-m", "nmc.client", *arguments],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith(f"geldig: afleverbewijs van notificatie {notificatie_id}")
+    assert run.stderr == ""
     head, body, signature = saved.read_text().split(".")
     flipped = signature[:20] + ("A" if signature[20] != "A" else "B") + signature[21:]
     saved.write_text(f"{head}.{body}.{flipped}")

@@ -14,7 +14,7 @@ imports its own modules relatively, so a DV may vendor this directory under any 
 Modules: `api` (NmcClient), `transport` (retries), `problems` (typed errors with the RFC 9457
 problem), `feed` (FeedReader, the sequence rule, snapshot restart), `stores` (cursor stores),
 `webhook` (JWT verification against the NMC's JWKS, the CloudEvents batch), `bewijs` (the
-delivery proof's verification; `python -m nmc.client.bewijs` checks a saved proof).
+delivery proof's verification; `python -m nmc.client` checks a saved proof).
 """
 
 from .api import (

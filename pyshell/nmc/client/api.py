@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import httpx
 
-from .bewijs import Afleverbewijs, verify_afleverbewijs
+from .bewijs import Afleverbewijs, KeySource, verify_afleverbewijs
 from .problems import Conflict
 from .transport import RetryPolicy, Transport
 from .webhook import JwksCache
@@ -196,7 +196,7 @@ class NmcClient:
     # The delivery proof and the history (docs/afleverbewijs.md)
 
     def afleverbewijs(
-        self, notificatie_id: str, *, issuer: str, jwks: JwksCache | None = None
+        self, notificatie_id: str, *, issuer: str, jwks: KeySource | None = None
     ) -> Afleverbewijs:
         """GET /notificaties/{id}/afleverbewijs, verified (nmc.client.bewijs): the signature
         against the NMC's JWKS, `issuer` (the NMC's iss, its event source), the notification

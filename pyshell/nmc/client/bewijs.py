@@ -20,7 +20,7 @@ it means, in this order:
 
 A saved proof, checked later against a saved (or the live) JWKS, by anyone:
 
-    python -m nmc.client.bewijs proof.jws --jwks jwks.json --issuer urn:nld:oin:...:systeem:nmc
+    python -m nmc.client proof.jws --jwks jwks.json --issuer urn:nld:oin:...:systeem:nmc
 
 It prints what the proof states and exits 0, or the reason it is not valid and exits 1.
 """
@@ -229,7 +229,7 @@ def _public_key(keys: KeySource, kid: str, alg: str) -> Any:
 
 
 # -------------------------------------------------------------------------------------------
-# python -m nmc.client.bewijs: verify a saved proof
+# python -m nmc.client: verify a saved proof
 
 
 def load_jwks(source: str, http: httpx.Client | None = None) -> StaticJwks:
@@ -255,7 +255,7 @@ def load_jwks(source: str, http: httpx.Client | None = None) -> StaticJwks:
 def main(argv: Sequence[str] | None = None, out=None) -> int:
     out = out or sys.stdout
     parser = argparse.ArgumentParser(
-        prog="python -m nmc.client.bewijs",
+        prog="python -m nmc.client",
         description="Verify a saved delivery proof (afleverbewijs) of the NMC against a JWKS.",
     )
     parser.add_argument("bestand", help="the proof as saved: the compact JWS")
@@ -283,7 +283,3 @@ def main(argv: Sequence[str] | None = None, out=None) -> int:
         f"{bewijs.kid}, uitgegeven {bewijs.claims.get('uitgegevenOp')}\n"
     )
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

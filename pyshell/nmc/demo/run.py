@@ -29,7 +29,7 @@ import httpx
 
 from nmc import admin
 from nmc.config import Settings
-from nmc.demo import scenario
+from nmc.demo import bewijs, scenario
 from nmc.demo.display import STATUSES, Display, table
 from nmc.demo.dv import Dv, FeedReader
 from nmc.demo.watch import DemoTimeout, Watcher
@@ -117,6 +117,9 @@ async def _demo(stack: LocalStack, options: Options, display: Display) -> int:
             display.close()
             stats = await _sim_stats(stack, watcher)
         if _summary(plan, feed, stats, display) != 0:
+            result = 1
+        # One final delivery proof, verified with the DV client and saved (nmc.demo.bewijs).
+        if not await asyncio.to_thread(bewijs.show_proof, stack, plan, token, display.out):
             result = 1
         _print_try_it(stack, plan, token, display.out, options.keep_running)
     if options.keep_running:
@@ -290,6 +293,9 @@ def _print_try_it(
         f"  export TOKEN={token}\n"
         f"  # one notification (two attempts: mailbox full, then delivered):\n"
         f'  curl -s -H "Authorization: Bearer $TOKEN" {api}/api/nmc/v1/notificaties/{example}\n'
+        f"  # its delivery proof (a JWS; the keys: {api}/.well-known/jwks.json):\n"
+        f'  curl -s -H "Authorization: Bearer $TOKEN" '
+        f"{api}/api/nmc/v1/notificaties/{example}/afleverbewijs\n"
         f"  # the feed, from the start:\n"
         f'  curl -s -H "Authorization: Bearer $TOKEN" '
         f"'{api}/api/nmc/v1/notificaties/wijzigingen?limiet=5'\n"

@@ -189,6 +189,60 @@ def feed(
 
 
 # ---------------------------------------------------------------------------------------
+# The delivery proofs (nmc.soak.proofs)
+
+
+def afleverbewijzen(
+    notificaties: Mapping[str, NotificatieRow],
+    events: Iterable[EventRow],
+    proofs: Mapping[str, Mapping],
+    failures: Mapping[str, str],
+    held_per_consumer: Mapping[str, Mapping[str, HeldStatus]],
+) -> Verdict:
+    """Every terminal notification has a proof that verified (nmc.client: signature, issuer,
+    id, a whole chain), is final, names the database's status, reason and version, carries
+    exactly the event log's chain, and agrees with what its DV's feed consumer holds."""
+    verdict = Verdict(
+        "every terminal notification's proof verifies, agrees with its event chain and the feed"
+    )
+    chains: dict[str, list[tuple[int, str | None, str]]] = defaultdict(list)
+    for event in events:
+        chains[event.notificatie_id].append((event.sequence, event.van, event.naar))
+    held: dict[str, HeldStatus] = {}
+    for states in held_per_consumer.values():
+        held.update(states)
+    checked = 0
+    for notificatie_id, row in sorted(notificaties.items()):
+        if row.status not in TERMINAL:
+            continue
+        checked += 1
+        if notificatie_id in failures:
+            verdict.violation(f"{notificatie_id}: the proof does not verify: "
+                              f"{failures[notificatie_id]}")  # fmt: skip
+            continue
+        claims = proofs.get(notificatie_id)
+        if claims is None:
+            verdict.violation(f"{notificatie_id}: no proof")
+            continue
+        stated = claims["notificatie"]
+        said = (stated["status"], stated["reden"], stated["versie"])
+        if not claims["definitief"] or said != (row.status, row.reden, row.versie):
+            verdict.violation(
+                f"{notificatie_id}: proof {said[0]}/{said[1]} v{said[2]}, database "
+                f"{row.status}/{row.reden} v{row.versie}"
+            )
+        chain = [(e["sequence"], e["van"], e["naar"]) for e in claims["events"]]
+        if chain != sorted(chains.get(notificatie_id, [])):
+            verdict.violation(f"{notificatie_id}: the proof's chain is not the event log's")
+        state = held.get(notificatie_id)
+        if state is None or (state.status, state.reden, state.versie) != said:
+            verdict.violation(f"{notificatie_id}: the proof says {said[0]} v{said[2]}, the "
+                              f"feed consumer {state.status if state else 'nothing'}")  # fmt: skip
+    verdict.figure = f"{len(proofs)} proofs verified for {checked} terminal notifications"
+    return verdict
+
+
+# ---------------------------------------------------------------------------------------
 # Duplicate e-mails
 
 

@@ -34,18 +34,20 @@ from typing import TextIO
 import httpx
 
 from nmc import admin
+from nmc.cloudevents import event_source
 from nmc.config import Settings
 from nmc.demo.display import STATUSES, Display, table
 from nmc.demo.watch import parse_metrics, pipeline_quiet
 from nmc.embedded_db import EmbeddedCluster, Status
 from nmc.errors import NmcError
 from nmc.pg_binaries import server_bindir
-from nmc.soak import checks, evidence, privacy, workload
+from nmc.soak import checks, evidence, privacy, proofs, workload
 from nmc.soak.chaos import Chaos, ChaosPlan
 from nmc.soak.consumer import FeedConsumer
 from nmc.soak.httpcount import HttpCounts
 from nmc.soak.intake import Intake
 from nmc.stack import LocalStack
+from nmc.stack.local import NMC_OIN
 from nmc.worker.config import KINDS
 
 EXIT_INTERRUPTED = 130
@@ -366,8 +368,16 @@ class Soak:
         stack = self.stack
         with httpx.Client(timeout=30) as http:
             self.metrics_text = http.get(stack.api_url + "/metrics").text
-        for name in [*stack.worker_names, "api"]:  # their logs are complete, nothing moves
+        for name in stack.worker_names:  # their logs are complete, nothing moves
             stack.stop_child(name)
+        # Every terminal notification's delivery proof, as its DV fetches and verifies it.
+        bewijzen = proofs.fetch(
+            stack.api_url + "/api/nmc/v1",
+            {oin: list(c.held()) for oin, c in self.consumers.items()},
+            issuer=event_source({"NMC_OIN": NMC_OIN}),
+            token_for=self._token,
+        )
+        stack.stop_child("api")
         database = evidence.read_database(stack.admin_url)
         sims = evidence.read_simulators(stack.notifynl_url, stack.profielservice_url,
                                         stack.ldv_url)  # fmt: skip
@@ -378,6 +388,7 @@ class Soak:
             ("LDV records", json.dumps(sims.ldv_records)),
             ("/metrics", self.metrics_text),
             ("task errors", "\n".join(database.task_errors)),
+            ("delivery proofs", proofs.texts(bewijzen)),
         ]
         self.stop_everything()
 
@@ -390,6 +401,9 @@ class Soak:
             *checks.event_chains(database.notificaties, database.events, database.allowed),
             checks.feed(database.notificaties,
                         {oin: c.held() for oin, c in self.consumers.items()}),
+            checks.afleverbewijzen(database.notificaties, database.events, bewijzen.claims,
+                                   bewijzen.failures,
+                                   {oin: c.held() for oin, c in self.consumers.items()}),
             *checks.duplicates(counts, sims.sends_per_reference),
             checks.privacy(privacy.scan(outputs, self.work.personal), len(outputs)),
             checks.processes(self.chaos.figures.unexpected_exits,
