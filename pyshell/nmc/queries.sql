@@ -302,14 +302,14 @@ SELECT
     ) IS NOT NULL
     AND pg_catalog.to_regprocedure('nmc.snapshot_notificaties(integer, uuid, integer)') IS NOT NULL
     AND pg_catalog.to_regprocedure('nmc.resume_webhook(integer)') IS NOT NULL
-    AND pg_catalog.to_regprocedure('nmc.metrics()') IS NOT NULL AS gereed
+    AND pg_catalog.to_regprocedure('nmc.metrics()') IS NOT NULL
     AND pg_catalog.to_regprocedure(
         'nmc.take_feed_aanroep_api(integer, integer, xid8, timestamptz)'
     ) IS NOT NULL
     AND pg_catalog.to_regprocedure(
         'nmc.read_feed_pagina(integer, integer, xid8, bigint, timestamptz, integer)'
     ) IS NOT NULL
-    AND pg_catalog.to_regprocedure('nmc.read_snapshot_pagina(integer, uuid, integer)') IS NOT NULL
+    AND pg_catalog.to_regprocedure('nmc.read_snapshot_pagina(integer, uuid, integer)') IS NOT NULL AS gereed
 
 -- ------------------------------------------------------------------------------------
 -- The operator's commands (`nmc admin …`, as the admin connection; issues 6 and 7).
