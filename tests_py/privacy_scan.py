@@ -18,6 +18,7 @@ What is scanned (the NMC's outputs, never its inputs, never the simulators' own 
   not the client side's `httpx`/`httpcore` records, which log the URLs the *tests* call;
 * every API response's headers, and the body of every error (status >= 400), of /metrics
   and of /health/*, and of every delivery proof (its JWS decoded) and history page;
+* every response of the operator console (`ConsoleApp`): headers and every page's body;
 * before a test database is dropped: its event rows, the receipt history and settlement
   records (the delivery proof's), the tasks' last error classes and the output of
   nmc.metrics() rendered as /metrics renders it;
@@ -232,10 +233,12 @@ SCAN = PrivacyScan()
 def install() -> Callable[[], None]:
     """Wrap the log dispatch, the API app and the Profielservice simulator; returns undo."""
     from nmc.api.app import NmcApi
+    from nmc.console.app import ConsoleApp
     from nmc.sim.profielservice import ProfielSim
 
     original_call_handlers = logging.Logger.callHandlers
     original_app_call = NmcApi.__call__
+    original_console_call = ConsoleApp.__call__
     original_seed = ProfielSim.seed
     nmc_logger = logging.getLogger("nmc")
     original_level = nmc_logger.level
@@ -279,12 +282,35 @@ def install() -> Callable[[], None]:
 
         await original_app_call(self, scope, observed_receive, observed_send)
 
+    async def console_call(self: ConsoleApp, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await original_console_call(self, scope, receive, send)
+            return
+        status = 0
+        response_body = bytearray()
+
+        async def observed_send(message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                headers = b"\n".join(k + b": " + v for k, v in message.get("headers", ()))
+                SCAN.output(_where("headers", scope, status), headers.decode("latin-1"))
+            elif message["type"] == "http.response.body":
+                response_body.extend(message.get("body", b""))
+                if not message.get("more_body"):
+                    text = response_body.decode("utf-8", "replace")
+                    SCAN.output(_where("console page", scope, status), text)
+            await send(message)
+
+        await original_console_call(self, scope, receive, observed_send)
+
     def seed(self: ProfielSim, parties):
         SCAN.register_parties(parties)
         return original_seed(self, parties)
 
     logging.Logger.callHandlers = call_handlers
     NmcApi.__call__ = app_call
+    ConsoleApp.__call__ = console_call
     ProfielSim.seed = seed
     # Production logs at INFO; scan DEBUG too, so a new debug line is covered as well.
     nmc_logger.setLevel(logging.DEBUG)
@@ -292,6 +318,7 @@ def install() -> Callable[[], None]:
     def undo() -> None:
         logging.Logger.callHandlers = original_call_handlers
         NmcApi.__call__ = original_app_call
+        ConsoleApp.__call__ = original_console_call
         ProfielSim.seed = original_seed
         nmc_logger.setLevel(original_level)
 

@@ -129,13 +129,13 @@ SELECT results_eq(
     'maintenance: the current range and how full, the live ranges, the default partition''s rows'
 );
 RESET ROLE;
-INSERT INTO nmc.taak (soort, due, staat, laatste_fout, pogingen, aangemaakt_op)
-VALUES ('onderhoud', nmc.now(), 'mislukt', 'partitie-fout', 5, nmc.now());
+INSERT INTO nmc.taak (soort, due, staat, laatste_fout, pogingen, payload, aangemaakt_op)
+VALUES ('onderhoud', nmc.now(), 'mislukt', 'partitie-fout', 5, '{"werk": "partities"}', nmc.now());
 SET LOCAL ROLE nmc_console;
 SELECT results_eq(
-    $$SELECT soort::text, staat::text, laatste_fout FROM nmc.console_onderhoud_taken()
+    $$SELECT soort::text, werk, staat::text, laatste_fout FROM nmc.console_onderhoud_taken()
       WHERE soort = 'onderhoud'$$,
-    $$VALUES ('onderhoud', 'mislukt', 'partitie-fout')$$,
+    $$VALUES ('onderhoud', 'partities', 'mislukt', 'partitie-fout')$$,
     'maintenance tasks that are not done, with their error class'
 );
 

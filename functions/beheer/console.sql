@@ -340,9 +340,12 @@ $$;
 COMMENT ON FUNCTION nmc.console_event_partities() IS
 'The newest 100 xid ranges of the event log (dropped ones too, with when), for the console.';
 
+-- Its first form (without werk) was never released: replaced, not kept beside.
+DROP FUNCTION IF EXISTS nmc.console_onderhoud_taken();
+
 CREATE OR REPLACE FUNCTION nmc.console_onderhoud_taken()
 RETURNS TABLE (
-    id bigint, soort nmc.taak_soort, staat nmc.taak_staat, due timestamptz,
+    id bigint, soort nmc.taak_soort, werk text, staat nmc.taak_staat, due timestamptz,
     pogingen integer, uitstellen integer, laatste_fout text, aangemaakt_op timestamptz,
     afgerond_op timestamptz
 )
@@ -351,26 +354,27 @@ STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-    -- Per kind the tasks not done, and the five last done (their latest runs).
-    SELECT t.id, t.soort, t.staat, t.due, t.pogingen, t.uitstellen, t.laatste_fout,
-        t.aangemaakt_op, t.afgerond_op
-    FROM nmc.taak AS t
-    WHERE t.soort IN ('controle', 'onderhoud') AND t.staat <> 'done'
-    UNION ALL
-    SELECT l.id, l.soort, l.staat, l.due, l.pogingen, l.uitstellen, l.laatste_fout,
-        l.aangemaakt_op, l.afgerond_op
-    FROM pg_catalog.unnest('{controle,onderhoud}'::nmc.taak_soort []) AS k (soort)
-    CROSS JOIN LATERAL (
-        SELECT t.* FROM nmc.taak AS t
-        WHERE t.soort = k.soort AND t.staat = 'done'
-        ORDER BY t.afgerond_op DESC NULLS LAST, t.id DESC
-        LIMIT 5
-    ) AS l
-    ORDER BY 2, 9 DESC NULLS FIRST, 1 DESC
+    -- Per kind and job (a maintenance task names its job in payload.werk) the tasks not
+    -- done, and the three last done (its latest runs).
+    SELECT r.id, r.soort, r.werk, r.staat, r.due, r.pogingen, r.uitstellen, r.laatste_fout,
+        r.aangemaakt_op, r.afgerond_op
+    FROM (
+        SELECT t.id, t.soort, t.payload ->> 'werk' AS werk, t.staat, t.due, t.pogingen,
+            t.uitstellen, t.laatste_fout, t.aangemaakt_op, t.afgerond_op,
+            pg_catalog.row_number() OVER (
+                PARTITION BY t.soort, t.payload ->> 'werk', t.staat = 'done'
+                ORDER BY t.afgerond_op DESC NULLS LAST, t.id DESC
+            ) AS nummer
+        FROM nmc.taak AS t
+        WHERE t.soort IN ('controle', 'onderhoud')
+    ) AS r
+    WHERE r.staat <> 'done' OR r.nummer <= 3
+    ORDER BY r.soort, r.werk NULLS FIRST, r.staat = 'done', r.afgerond_op DESC NULLS FIRST,
+        r.id DESC
 $$;
 COMMENT ON FUNCTION nmc.console_onderhoud_taken() IS
-'The watchdog and maintenance tasks for the console: those not done (open, claimed, '
-'mislukt) and the last five done runs of each kind.';
+'The watchdog and maintenance tasks for the console, per kind and job (payload.werk of a '
+'maintenance task): those not done (open, claimed, mislukt) and the three last done runs.';
 
 CREATE OR REPLACE FUNCTION nmc.console_beheeracties(
     p_limiet integer DEFAULT 100, p_voor bigint DEFAULT NULL

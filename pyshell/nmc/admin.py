@@ -161,6 +161,9 @@ def init_secrets(directory: Path, *, force: bool = False) -> Path:
         "NMC_NOTIFYNL_CALLBACK_TOKEN": secrets.token_urlsafe(32),
         "NMC_WEBHOOK_SIGNING_KEYS_FILE": directory / "webhook-signing.json",
         "NMC_AFLEVERBEWIJS_SIGNING_KEYS_FILE": directory / "afleverbewijs-signing.json",
+        # The operator console's tokens (`nmc admin console-token`) carry an audience of their
+        # own, so a DV's token never opens it.
+        "NMC_CONSOLE_OAUTH_AUDIENCE": "nmc-console",
     }
     env_file = directory / "dev.env"
     _write_private(

@@ -208,6 +208,50 @@ def _add_afleverbewijs_keys_commands(keys: argparse._SubParsersAction) -> None:
         )
 
 
+# --- The operator console: `nmc console`, `nmc admin console-token` ---
+
+
+def console_serve(args: argparse.Namespace, settings: Settings) -> int:
+    from nmc.console.serve import serve  # uvicorn and the app load only for this command
+
+    serve(args.host, args.port)
+    return 0
+
+
+def admin_console_token(args: argparse.Namespace, settings: Settings) -> int:
+    from nmc.api.auth import issue_dev_claims
+    from nmc.console.settings import DEFAULT_ROLE_CLAIM
+
+    claim = os.environ.get("NMC_CONSOLE_ROLE_CLAIM") or DEFAULT_ROLE_CLAIM
+    if "." in claim:
+        raise NmcError("console-token writes a top-level role claim; unset NMC_CONSOLE_ROLE_CLAIM")
+    audience = os.environ.get("NMC_CONSOLE_OAUTH_AUDIENCE") or "nmc-console"
+    claims = {"sub": args.sub, claim: [args.rol]}
+    print(issue_dev_claims(claims, audience=audience, lifetime_seconds=args.ttl))
+    return 0
+
+
+def _add_console_commands(commands: argparse._SubParsersAction, admin) -> None:
+    console = _command(
+        commands, "console", console_serve,
+        "serve the operator console on its own port (off unless started; docs/console.md)",
+    )  # fmt: skip
+    console.add_argument("--host", default="127.0.0.1")
+    console.add_argument("--port", type=int, default=8090)
+    token = _command(
+        admin, "console-token", admin_console_token,
+        "issue an operator's console token from the dev IAM key (development only)",
+    )  # fmt: skip
+    token.add_argument(
+        "--rol", default="nmc-beheerder", help="the role claim's value (nmc-beheerder)"
+    )
+    token.add_argument("--sub", default="dev-beheerder", help="the operator's subject id")
+    token.add_argument("--ttl", type=int, default=3600, help="lifetime in seconds (3600)")
+
+
+# --- end of the operator console block ---
+
+
 # --- The send pipeline (issues 4 and 5): `nmc worker`, `nmc sim notifynl|profielservice|ldv` ---
 
 
@@ -623,6 +667,8 @@ def _parser() -> argparse.ArgumentParser:
     # --- end of the DV API block ---
 
     _add_operations_commands(admin)  # the feed and operations (issues 6 and 7)
+
+    _add_console_commands(commands, admin)  # the operator console
 
     _add_pipeline_commands(commands)  # the send pipeline (issues 4 and 5)
 

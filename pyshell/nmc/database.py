@@ -24,8 +24,13 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from nmc.config import Settings
 from nmc.errors import NmcError
 
-Role = Literal["admin", "api", "worker"]
-ROLE_USERS: dict[Role, str | None] = {"admin": None, "api": "nmc_api", "worker": "nmc_worker"}
+Role = Literal["admin", "api", "worker", "console"]
+ROLE_USERS: dict[Role, str | None] = {
+    "admin": None,
+    "api": "nmc_api",
+    "worker": "nmc_worker",
+    "console": "nmc_console",
+}
 
 LOOPBACK = "127.0.0.1"
 EMBEDDED_SUPERUSER = "postgres"

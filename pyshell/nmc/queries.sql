@@ -437,3 +437,91 @@ SELECT a.last_archived_wal FROM pg_catalog.pg_stat_archiver AS a
 SELECT p.id::text AS poging_id, p.notificatie_id::text AS notificatie_id,
     pg_catalog.cardinality(p.duplicaat_ids) AS duplicaten
 FROM nmc.poging AS p
+
+-- The operator console (`nmc console`, role nmc_console; functions/beheer/console.sql).
+
+-- console_now --
+SELECT nmc.now()
+
+-- console_statussen --
+SELECT s.dv_id, s.naam, s.status::text AS status, s.uur, s.aantal
+FROM nmc.console_statussen(%(uren)s::integer) AS s
+
+-- console_achterstand --
+SELECT a.soort::text AS soort, a.dv_id, a.naam, a.open, a.due, a.claimed, a.mislukt,
+    a.oudste_due
+FROM nmc.console_achterstand() AS a
+
+-- console_mislukt --
+SELECT m.id, m.soort::text AS soort, m.dv_id, m.naam, m.notificatie_id,
+    m.status::text AS status, m.due, m.pogingen, m.uitstellen, m.laatste_fout, m.aangemaakt_op
+FROM nmc.console_mislukt(%(limiet)s::integer, %(soort)s::nmc.taak_soort) AS m
+
+-- console_taak --
+SELECT t.id, t.soort::text AS soort, t.staat::text AS staat, t.dv_id, t.naam,
+    t.notificatie_id, t.status::text AS status, t.due, t.pogingen, t.uitstellen,
+    t.laatste_fout, t.lease_tot, t.aangemaakt_op, t.afgerond_op
+FROM nmc.console_taak(%(taak_id)s::bigint) AS t
+
+-- console_notificatie --
+SELECT n.id, n.dv_id, n.naam, n.berichttype, n.regie::text AS regie, n.status::text AS status,
+    n.reden::text AS reden, n.versie, n.aangenomen_op, n.geldig_tot, n.terminaal_op,
+    n.overgangen
+FROM nmc.console_notificatie(%(notificatie_id)s::uuid) AS n
+
+-- console_notificatie_events --
+SELECT e.sequence, e.van::text AS van, e.naar::text AS naar, e.reden::text AS reden,
+    e.tijdstip
+FROM nmc.console_notificatie_events(%(notificatie_id)s::uuid) AS e
+
+-- console_notificatie_taken --
+SELECT t.id, t.soort::text AS soort, t.staat::text AS staat, t.due, t.pogingen,
+    t.laatste_fout, t.afgerond_op
+FROM nmc.console_notificatie_taken(%(notificatie_id)s::uuid) AS t
+
+-- console_webhooks --
+SELECT w.dv_id, w.naam, w.webhook_host, w.epoch, w.xid::text AS xid, w.event_id,
+    w.geleverd_op, w.mislukt, w.max_mislukt, w.gepauzeerd_tot, w.uitgeschakeld,
+    w.taak_staat::text AS taak_staat, w.taak_due
+FROM nmc.console_webhooks() AS w
+
+-- console_onbevestigd --
+SELECT o.dv_id, o.naam, o.aantal, o.afgekapt, o.oudste, o.bevestigd_op,
+    o.bevestigingstermijn::text AS bevestigingstermijn
+FROM nmc.console_onbevestigd() AS o
+
+-- console_budget --
+SELECT b.notify_service, b.venster_start, b.soort, b.gebruikt, b.plafond
+FROM nmc.console_budget(%(minuten)s::integer) AS b
+
+-- console_onderhoud --
+SELECT o.huidige_xid::text AS huidige_xid, o.partitie, o.vulgraad, o.partities,
+    o.verwijderde_partities, o.default_rijen, o.default_grens
+FROM nmc.console_onderhoud() AS o
+
+-- console_event_partities --
+SELECT p.naam, p.xid_van::text AS xid_van, p.xid_tot::text AS xid_tot, p.aangemaakt_op,
+    p.verwijderd_op
+FROM nmc.console_event_partities() AS p
+
+-- console_onderhoud_taken --
+SELECT t.id, t.soort::text AS soort, t.werk, t.staat::text AS staat, t.due, t.pogingen,
+    t.uitstellen, t.laatste_fout, t.aangemaakt_op, t.afgerond_op
+FROM nmc.console_onderhoud_taken() AS t
+
+-- console_beheeracties --
+SELECT a.id, a.soort, a.notificatie_id, a.taak_id, a.dv_id, a.van::text AS van,
+    a.naar::text AS naar, a.toelichting, a.door, a.tijdstip
+FROM nmc.console_beheeracties(%(limiet)s::integer, %(voor)s::bigint) AS a
+
+-- console_reopen_taak --
+SELECT nmc.console_reopen_taak(%(taak_id)s::bigint, %(toelichting)s::text, %(door)s::text)
+
+-- console_force_transition --
+SELECT nmc.console_force_transition(
+    %(notificatie_id)s::uuid, %(naar)s::nmc.notificatie_status, %(reden)s::nmc.reden,
+    %(toelichting)s::text, %(door)s::text
+) AS versie
+
+-- console_resume_webhook --
+SELECT nmc.resume_webhook_beheer(%(dv_id)s::integer, %(toelichting)s::text, %(door)s::text)

@@ -331,6 +331,21 @@ class BearerVerifier:
 
     async def verify(self, token: str) -> Principal:
         """Verify a compact JWS and return the caller; raise Unauthenticated when unacceptable."""
+        claims = await self.verify_claims(token)
+        oin = claims.get(self.settings.oin_claim)
+        if not isinstance(oin, str) or not _OIN.match(oin):
+            raise Unauthenticated("token bevat geen geldig OIN")
+        sub, jti = claims.get("sub"), claims.get("jti")
+        return Principal(
+            oin=oin,
+            subject=sub if isinstance(sub, str) else None,
+            token_id=jti if isinstance(jti, str) else None,
+            expires_at=int(claims["exp"]),
+        )
+
+    async def verify_claims(self, token: str) -> dict[str, Any]:
+        """Verify a compact JWS (algorithm, key, signature, iss, aud, exp, nbf) and return its
+        claims, without asking for an OIN (the operator console asks for a role instead)."""
         if not isinstance(token, str) or not token:
             raise Unauthenticated("bearer-token ontbreekt", token_present=False)
         if len(token) > MAX_TOKEN_BYTES or token.count(".") != 2:
@@ -354,17 +369,7 @@ class BearerVerifier:
             key = jwt.PyJWK(jwk_data, algorithm=alg).key
         except jwt.PyJWTError:
             raise Unauthenticated("onbekende sleutel") from None
-        claims = self._decode(token, key, alg)
-        oin = claims.get(self.settings.oin_claim)
-        if not isinstance(oin, str) or not _OIN.match(oin):
-            raise Unauthenticated("token bevat geen geldig OIN")
-        sub, jti = claims.get("sub"), claims.get("jti")
-        return Principal(
-            oin=oin,
-            subject=sub if isinstance(sub, str) else None,
-            token_id=jti if isinstance(jti, str) else None,
-            expires_at=int(claims["exp"]),
-        )
+        return self._decode(token, key, alg)
 
     def _decode(self, token: str, key: Any, alg: str) -> dict[str, Any]:
         try:
@@ -456,25 +461,60 @@ def issue_dev_token(
         )
     if not isinstance(oin, str) or not _OIN.match(oin):
         raise ValueError("an OIN is exactly 20 digits")
+    claims = {
+        "sub": oin,
+        env.get("NMC_OAUTH_OIN_CLAIM") or DEFAULT_OIN_CLAIM: oin,
+        **(extra_claims or {}),
+    }
+    return issue_dev_claims(
+        claims,
+        audience=audience,
+        issuer=issuer,
+        lifetime_seconds=lifetime_seconds,
+        environ=env,
+        now=now,
+    )
+
+
+def issue_dev_claims(
+    claims: Mapping[str, Any],
+    *,
+    audience: str | None = None,
+    issuer: str | None = None,
+    lifetime_seconds: int = 300,
+    environ: Mapping[str, str] | None = None,
+    now: float | None = None,
+) -> str:
+    """A token with `claims` (plus iss, aud, iat, nbf, exp, jti), signed with the dev key.
+
+    Development only, refused without NMC_DEV_IAM_KEY_FILE; iss and aud default to
+    NMC_OAUTH_ISSUER and NMC_OAUTH_AUDIENCE. `issue_dev_token` (a DV's) and the operator
+    console's dev tokens (`nmc admin token --console-rol`) are built on it.
+    """
+    env = os.environ if environ is None else environ
+    key_file = env.get("NMC_DEV_IAM_KEY_FILE")
+    if not key_file:
+        raise DevIamNotConfigured(
+            "the dev token issuer is disabled: set NMC_DEV_IAM_KEY_FILE to a dev private key "
+            "(development and tests only)"
+        )
     issuer = issuer or env.get("NMC_OAUTH_ISSUER")
     audience = audience or env.get("NMC_OAUTH_AUDIENCE")
     if not issuer or not audience:
         raise AuthConfigError("issue_dev_token needs an issuer and an audience (or NMC_OAUTH_*)")
     private_key, alg = _load_dev_key(Path(key_file))
     issued = int(time.time() if now is None else now)
-    claims: dict[str, Any] = {
+    signed: dict[str, Any] = {
         "iss": issuer,
         "aud": audience,
-        "sub": oin,
-        env.get("NMC_OAUTH_OIN_CLAIM") or DEFAULT_OIN_CLAIM: oin,
         "iat": issued,
         "nbf": issued,
         "exp": issued + int(lifetime_seconds),
         "jti": str(uuid.uuid4()),
+        **claims,
     }
-    claims.update(extra_claims or {})
     kid = _public_jwk(private_key, alg)["kid"]
-    return jwt.encode(claims, private_key, algorithm=alg, headers={"kid": kid})
+    return jwt.encode(signed, private_key, algorithm=alg, headers={"kid": kid})
 
 
 def _load_dev_key(path: Path) -> tuple[Any, str]:

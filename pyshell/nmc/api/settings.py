@@ -36,6 +36,8 @@ NMC_GEEN_CONTACTGEGEVENS_DREMPEL  share of geen-contactgegevens above which a DV
                                (metric and `nmc admin report geen-contactgegevens`; 0.3)
 NMC_LDV_URL / NMC_LDV_FILE     the LDV sink, as for the worker (default $NMC_HOME/ldv.jsonl)
 NMC_WEBHOOK_SIGNING_KEYS_FILE  the webhook signing ring; the API publishes its public keys
+NMC_AFLEVERBEWIJS_SIGNING_KEYS_FILE  the delivery-proof signing ring: the API signs proofs
+                               and publishes its keys, retired ones too (nmc.afleverbewijs_signing)
 
 Also read at start-up, by their own modules: NMC_KEK_FILE and NMC_PEPPERS(_FILE) (crypto),
 NMC_OAUTH_* (auth), NMC_WEBHOOK_SIGNING_KEYS_FILE (nmc.webhook_signing).

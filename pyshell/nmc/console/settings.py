@@ -1,0 +1,84 @@
+"""The console's settings (environment, prefix NMC_CONSOLE_; the IAM is the DV API's).
+
+NMC_CONSOLE_DATABASE_URL     the console's database (default: `nmc db url --role console`)
+NMC_CONSOLE_OAUTH_AUDIENCE   the `aud` an operator's token must carry (required): a token for
+                             the DV API (NMC_OAUTH_AUDIENCE) is no console token
+NMC_OAUTH_ISSUER, NMC_OAUTH_JWKS_URL / NMC_OAUTH_JWKS_FILE
+                             the same IAM as the DV API's (nmc.api.auth)
+NMC_CONSOLE_ROLE_CLAIM       the claim holding the roles (default `roles`; a list or a
+                             space-separated string; a dotted path such as
+                             `realm_access.roles` reads a nested claim)
+NMC_CONSOLE_OPERATOR_ROLE    the role that may act (default `nmc-beheerder`)
+NMC_CONSOLE_READER_ROLE      the role that may only look (default `nmc-lezer`)
+NMC_CONSOLE_CSRF_KEY         the key of the CSRF tokens (at least 32 characters); unset: a
+                             random key per process (one replica only)
+NMC_CONSOLE_COOKIE_SECURE    "0" drops the cookie's Secure flag (plain-http development
+                             on localhost only); default "1"
+NMC_CONSOLE_POOL_MAX         connections to the database (default 4)
+"""
+
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from nmc.api.auth import AuthSettings
+from nmc.config import Settings
+from nmc.database import connection_url
+from nmc.errors import NmcError
+
+DEFAULT_ROLE_CLAIM = "roles"
+DEFAULT_OPERATOR_ROLE = "nmc-beheerder"
+DEFAULT_READER_ROLE = "nmc-lezer"
+MIN_CSRF_KEY = 32
+
+
+@dataclass(frozen=True)
+class ConsoleSettings:
+    database_url: str
+    auth: AuthSettings
+    role_claim: str = DEFAULT_ROLE_CLAIM
+    operator_role: str = DEFAULT_OPERATOR_ROLE
+    reader_role: str = DEFAULT_READER_ROLE
+    csrf_key: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
+    csrf_key_random: bool = True
+    cookie_secure: bool = True
+    pool_max: int = 4
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "ConsoleSettings":
+        env = os.environ if environ is None else environ
+        audience = env.get("NMC_CONSOLE_OAUTH_AUDIENCE") or ""
+        if not audience:
+            raise NmcError(
+                "NMC_CONSOLE_OAUTH_AUDIENCE is not set: the audience of the operators' tokens "
+                "(never the DV API's NMC_OAUTH_AUDIENCE)"
+            )
+        if audience == env.get("NMC_OAUTH_AUDIENCE"):
+            raise NmcError(
+                "NMC_CONSOLE_OAUTH_AUDIENCE must differ from NMC_OAUTH_AUDIENCE: a DV's token "
+                "must not open the console"
+            )
+        auth = AuthSettings.from_env({**env, "NMC_OAUTH_AUDIENCE": audience})
+        key_text = env.get("NMC_CONSOLE_CSRF_KEY") or ""
+        if key_text and len(key_text) < MIN_CSRF_KEY:
+            raise NmcError(f"NMC_CONSOLE_CSRF_KEY must be at least {MIN_CSRF_KEY} characters")
+        operator = env.get("NMC_CONSOLE_OPERATOR_ROLE") or DEFAULT_OPERATOR_ROLE
+        reader = env.get("NMC_CONSOLE_READER_ROLE") or DEFAULT_READER_ROLE
+        if operator == reader:
+            raise NmcError("NMC_CONSOLE_OPERATOR_ROLE and NMC_CONSOLE_READER_ROLE must differ")
+        pool_text = env.get("NMC_CONSOLE_POOL_MAX") or "4"
+        if not pool_text.isdigit() or int(pool_text) < 1:
+            raise NmcError("NMC_CONSOLE_POOL_MAX must be a positive number")
+        return cls(
+            database_url=env.get("NMC_CONSOLE_DATABASE_URL")
+            or connection_url(Settings.from_env(env), "console"),
+            auth=auth,
+            role_claim=env.get("NMC_CONSOLE_ROLE_CLAIM") or DEFAULT_ROLE_CLAIM,
+            operator_role=operator,
+            reader_role=reader,
+            csrf_key=key_text.encode("utf-8") if key_text else secrets.token_bytes(32),
+            csrf_key_random=not key_text,
+            cookie_secure=env.get("NMC_CONSOLE_COOKIE_SECURE", "1") != "0",
+            pool_max=int(pool_text),
+        )

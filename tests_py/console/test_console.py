@@ -1,0 +1,301 @@
+"""The operator console over HTTP (the app with its lifespan, as nmc_console): who gets in,
+what each role sees, the actions with their confirmation, CSRF and origin checks, the
+audit trail, and what a page never shows."""
+
+import re
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import psycopg
+import pytest
+from consoletest import DV_AUDIENCE, OPERATOR, READER, Populated, token
+from starlette.testclient import TestClient
+
+from privacy_scan import EMAIL, SCAN
+
+VIEWS = (
+    "/statussen", "/achterstand", "/mislukt", "/webhooks", "/onbevestigd", "/budget",
+    "/onderhoud", "/beheeracties",
+)  # fmt: skip
+ACTION_LINKS = re.compile(r"/heropenen|/forceren|/hervatten")
+
+
+def login(client: TestClient, rol: str | None = OPERATOR, **claims) -> None:
+    response = client.post("/login", data={"token": token(rol, **claims)}, follow_redirects=False)
+    assert response.status_code == 303, response.text
+    assert response.headers["location"] == "/statussen"
+
+
+def csrf_of(html: str) -> str:
+    return re.search(r'name="csrf" value="([^"]+)"', html).group(1)
+
+
+def staat(conn: psycopg.Connection, taak_id: int) -> str:
+    return conn.execute("SELECT staat::text FROM nmc.taak WHERE id = %s", [taak_id]).fetchone()[0]
+
+
+def test_every_page_needs_a_login(client):
+    for path in (*VIEWS, "/", "/taken/1", "/taken/1/heropenen"):
+        response = client.get(path, follow_redirects=False)
+        assert (response.status_code, response.headers["location"]) == (303, "/login"), path
+    assert client.get("/login").status_code == 200
+
+
+def test_a_dv_token_or_a_token_without_a_console_role_does_not_open_it(client):
+    dv_token = token(OPERATOR, aud=DV_AUDIENCE)
+    refused = client.post("/login", data={"token": dv_token}, follow_redirects=False)
+    assert refused.status_code == 401 and "onjuiste audience" in refused.text
+    no_role = client.post("/login", data={"token": token(None)}, follow_redirects=False)
+    assert no_role.status_code == 403 and "geen rol" in no_role.text
+    other_role = client.post("/login", data={"token": token("nmc-dv")}, follow_redirects=False)
+    assert other_role.status_code == 403
+    forged = token(OPERATOR)[:-4] + "AAAA"
+    assert client.post("/login", data={"token": forged}).status_code == 401
+    assert "set-cookie" not in refused.headers and "set-cookie" not in no_role.headers
+    assert client.get("/statussen", follow_redirects=False).status_code == 303
+
+
+def test_the_session_cookie_is_http_only_and_same_site_strict(client):
+    response = client.post("/login", data={"token": token()}, follow_redirects=False)
+    cookie = response.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=strict" in cookie and "path=/" in cookie
+
+
+def test_an_expired_session_goes_back_to_the_login(client):
+    client.cookies.set("nmc_console", token(exp=1))
+    response = client.get("/mislukt", follow_redirects=False)
+    assert response.headers["location"] == "/login?reden=verlopen"
+    assert "verlopen" in client.get("/login?reden=verlopen").text
+
+
+def test_a_reader_sees_every_view_and_no_action(client, conn, data: Populated):
+    login(client, READER, sub="lezer-7")
+    for path in VIEWS:
+        page = client.get(path)
+        assert page.status_code == 200, path
+        assert not ACTION_LINKS.search(page.text), f"{path} offers a reader an action"
+        assert "lezer-7" in page.text and ">lezer<" in page.text
+    assert f'href="/taken/{data.mislukt_wissen}"' in client.get("/mislukt").text
+    for path in (f"/taken/{data.mislukt_wissen}", f"/notificaties/{data.aangenomen}"):
+        assert not ACTION_LINKS.search(client.get(path).text), path
+    # The actions themselves are refused, not only hidden.
+    csrf = csrf_of(client.get("/mislukt").text)
+    assert client.get(f"/taken/{data.mislukt_wissen}/heropenen").status_code == 403
+    refused = client.post(
+        f"/taken/{data.mislukt_wissen}/heropenen", data={"csrf": csrf, "toelichting": "x"}
+    )
+    assert refused.status_code == 403 and "beheerdersrol" in refused.text
+    forced = client.post(
+        f"/notificaties/{data.aangenomen}/forceren",
+        data={"csrf": csrf, "naar": "verlopen", "reden": "verlopen", "toelichting": "x"},
+    )
+    resumed = client.post(
+        f"/webhooks/{data.dv_twee}/hervatten", data={"csrf": csrf, "toelichting": "x"}
+    )
+    assert (forced.status_code, resumed.status_code) == (403, 403)
+    assert staat(conn, data.mislukt_wissen) == "mislukt"
+    assert conn.execute("SELECT count(*) FROM nmc.beheeractie").fetchone()[0] == 0
+
+
+def test_an_operator_sees_the_action_links(client, data: Populated):
+    login(client)
+    mislukt = client.get("/mislukt").text
+    assert f"/taken/{data.mislukt_wissen}/heropenen" in mislukt
+    assert "SerializationFailure" in mislukt and "DecryptionError" in mislukt
+    assert f"/webhooks/{data.dv_twee}/hervatten" in client.get("/webhooks").text
+    notificatie = client.get(f"/notificaties/{data.aangenomen}").text
+    assert "forceren?naar=verlopen" in notificatie
+    assert "forceren?naar=in-verzending" in notificatie
+    assert "forceren?naar=bezorgd" not in notificatie  # not an allowed pair from aangenomen
+
+
+def test_reopen_needs_the_csrf_token_the_origin_and_a_toelichting(client, conn, data: Populated):
+    login(client, sub="op-42")
+    path = f"/taken/{data.mislukt_wissen}/heropenen"
+    confirm = client.get(path)
+    assert confirm.status_code == 200 and "Heropenen" in confirm.text
+    csrf = csrf_of(confirm.text)
+    without = client.post(path, data={"toelichting": "database hersteld"})
+    wrong = client.post(path, data={"csrf": csrf[:-2] + "xx", "toelichting": "hersteld"})
+    other_site = client.post(
+        path, data={"csrf": csrf, "toelichting": "hersteld"},
+        headers={"origin": "https://aanvaller.example"},
+    )  # fmt: skip
+    cross = client.post(
+        path,
+        data={"csrf": csrf, "toelichting": "hersteld"},
+        headers={"sec-fetch-site": "cross-site"},
+    )
+    assert [r.status_code for r in (without, wrong, other_site, cross)] == [403] * 4
+    assert client.post(path, data={"csrf": csrf, "toelichting": "  "}).status_code == 400
+    assert staat(conn, data.mislukt_wissen) == "mislukt"
+
+    done = client.post(
+        path, data={"csrf": csrf, "toelichting": "database hersteld"},
+        headers={"origin": "http://console.test", "sec-fetch-site": "same-origin"},
+        follow_redirects=False,
+    )  # fmt: skip
+    assert done.status_code == 303
+    assert done.headers["location"] == f"/taken/{data.mislukt_wissen}?gedaan=heropend"
+    assert staat(conn, data.mislukt_wissen) == "open"
+    assert conn.execute(
+        "SELECT soort, taak_id, toelichting, door FROM nmc.beheeractie"
+    ).fetchall() == [("heropen-taak", data.mislukt_wissen, "database hersteld", "console:op-42")]
+    again = client.post(path, data={"csrf": csrf, "toelichting": "nog eens"})
+    assert again.status_code == 409 and "NM020" in again.text
+    trail = client.get("/beheeracties").text
+    assert "heropen-taak" in trail and "console:op-42" in trail and "database hersteld" in trail
+
+
+def test_a_forced_transition_keeps_to_the_allowed_pairs(client, conn, data: Populated):
+    login(client)
+    base = f"/notificaties/{data.aangenomen}/forceren"
+    assert client.get(base + "?naar=bezorgd").status_code == 400
+    confirm = client.get(base + "?naar=verlopen")
+    assert confirm.status_code == 200 and '<option value="verlopen">' in confirm.text
+    csrf = csrf_of(confirm.text)
+    not_allowed = client.post(
+        base, data={"csrf": csrf, "naar": "definitief-bezorgd", "toelichting": "x"}
+    )
+    wrong_reason = client.post(
+        base, data={"csrf": csrf, "naar": "verlopen", "reden": "technisch", "toelichting": "x"}
+    )
+    assert (not_allowed.status_code, wrong_reason.status_code) == (400, 400)
+    done = client.post(
+        base,
+        data={"csrf": csrf, "naar": "verlopen", "reden": "verlopen", "toelichting": "ticket 12"},
+        follow_redirects=False,
+    )
+    assert done.status_code == 303
+    assert conn.execute(
+        "SELECT status::text, reden::text, versie FROM nmc.notificatie WHERE id = %s",
+        [data.aangenomen],
+    ).fetchone() == ("verlopen", "verlopen", 2)
+    page = client.get(done.headers["location"]).text
+    assert "geforceerd" in page and 'id="status" class="status s-verlopen"' in page
+    assert conn.execute(
+        "SELECT soort, van::text, naar::text, door FROM nmc.beheeractie"
+    ).fetchall() == [("forceer-overgang", "aangenomen", "verlopen", "console:op-1")]
+
+
+def test_an_operator_resumes_a_paused_webhook(client, conn, data: Populated):
+    login(client)
+    webhooks = client.get("/webhooks").text
+    assert "hooks.voorbeeldstad.example" in webhooks and "gepauzeerd" in webhooks
+    assert "/nmc/hook" not in webhooks and "geheim-123" not in webhooks  # the host only
+    path = f"/webhooks/{data.dv_twee}/hervatten"
+    csrf = csrf_of(client.get(path).text)
+    done = client.post(path, data={"csrf": csrf, "toelichting": "DV meldt storing voorbij"})
+    assert done.status_code == 200 and "hervat vanaf zijn leverpositie" in done.text
+    assert conn.execute(
+        "SELECT mislukt, gepauzeerd_tot FROM nmc.webhookpositie WHERE dv_id = %s", [data.dv_twee]
+    ).fetchone() == (0, None)
+    assert conn.execute("SELECT soort, dv_id FROM nmc.beheeractie").fetchall() == [
+        ("hervat-webhook", data.dv_twee)
+    ]
+    assert client.get(f"/webhooks/{data.dv_een}/hervatten").status_code == 404
+
+
+def test_behind_the_proxy_the_bearer_token_is_verified_too(client, data: Populated):
+    headers = {"authorization": "Bearer " + token(READER, sub="via-proxy")}
+    page = client.get("/achterstand", headers=headers)
+    assert page.status_code == 200 and "via-proxy" in page.text
+    assert "Afmelden" not in page.text  # the proxy holds the session
+    bad = client.get("/achterstand", headers={"authorization": "Bearer " + token(aud="x")})
+    assert bad.status_code == 401
+    assert client.get("/achterstand", headers={"authorization": "Basic eDp5"}).status_code == 401
+
+
+def test_every_response_is_locked_down(client):
+    for response in (client.get("/login"), client.get("/static/console.css")):
+        assert "default-src 'none'" in response.headers["content-security-policy"]
+        assert response.headers["x-frame-options"] == "DENY"
+        assert response.headers["x-content-type-options"] == "nosniff"
+    login(client)
+    assert client.get("/statussen").headers["cache-control"] == "no-store"
+    assert "<script" not in client.get("/statussen").text
+
+
+def test_the_views_show_what_the_database_holds(client, data: Populated):
+    login(client)
+    statussen = client.get("/statussen").text
+    assert "DV Belastingen (test)" in statussen and "definitief-bezorgd" in statussen
+    achterstand = client.get("/achterstand").text
+    assert "ongeldig-melden" in achterstand and "wissen" in achterstand
+    assert "Onbevestigd" in client.get("/onbevestigd").text
+    budget = client.get("/budget").text
+    assert "service standaard" in budget and "1260" in budget and 'value="97"' in budget
+    onderhoud = client.get("/onderhoud").text
+    assert "event_x000000000000" in onderhoud and "leeg" in onderhoud
+
+
+def test_no_page_shows_personal_data(client, data: Populated):
+    login(client)
+    pages = [client.get(path).text for path in VIEWS]
+    pages += [client.get(f"/notificaties/{data.aangenomen}").text]
+    pages += [client.get(f"/taken/{data.mislukt_wissen}").text]
+    for recipient in data.recipients:
+        assert not any(recipient in page for page in pages)
+    assert not any("beheer@voorbeeldstad" in page for page in pages)  # the beheer channel
+
+
+def test_the_personal_data_scan_sees_the_console_pages(client, conn, data: Populated):
+    """A DV named like a registered recipient would show on every page: the scan finds it."""
+    SCAN.register(EMAIL, "lek.console@prive-voorbeeld.nl")
+    conn.execute(
+        "UPDATE nmc.dienstverlener SET naam = 'lek.console@prive-voorbeeld.nl' WHERE dv_id = %s",
+        [data.dv_een],
+    )
+    login(client)
+    client.get("/statussen")
+    found = SCAN.end()
+    SCAN.discard(found)
+    assert {f.where for f in found} >= {"the response console page of GET /statussen (200)"}
+
+
+@pytest.mark.parametrize("path", ["/taken/999999", "/notificaties/geen-uuid", "/bestaat-niet"])
+def test_unknown_things_are_404(client, path):
+    login(client)
+    assert client.get(path).status_code == 404
+
+
+def test_the_dev_console_token_from_the_cli_opens_the_console(nmc, client):
+    issued = nmc("admin", "console-token", "--rol", READER, "--sub", "cli-lezer", "--ttl", "60")
+    assert issued.exit_code == 0, issued.err
+    response = client.post("/login", data={"token": issued.out.strip()})
+    assert response.status_code == 200 and "cli-lezer" in response.text
+    assert ">lezer<" in response.text
+
+
+def test_nmc_console_serves_on_its_own_port(console_env, data: Populated, tmp_path):
+    """`nmc console` is a process and a port of its own: the console's pages, none of the
+    DV API's paths."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = (tmp_path / "console.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "nmc", "console", "--port", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                response = httpx.get(f"http://127.0.0.1:{port}/login", timeout=2)
+                break
+            except httpx.TransportError:
+                assert process.poll() is None and time.monotonic() < deadline, "did not start"
+                time.sleep(0.2)
+        assert response.status_code == 200 and "Aanmelden" in response.text
+        api_path = httpx.get(f"http://127.0.0.1:{port}/api/nmc/v1/openapi.json", timeout=2)
+        assert api_path.status_code == 404
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        log.close()
+    SCAN.output("the output of `nmc console`", (tmp_path / "console.log").read_text())
