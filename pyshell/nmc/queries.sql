@@ -309,7 +309,15 @@ SELECT
     AND pg_catalog.to_regprocedure(
         'nmc.read_feed_pagina(integer, integer, xid8, bigint, timestamptz, integer)'
     ) IS NOT NULL
-    AND pg_catalog.to_regprocedure('nmc.read_snapshot_pagina(integer, uuid, integer)') IS NOT NULL AS gereed
+    AND pg_catalog.to_regprocedure('nmc.read_snapshot_pagina(integer, uuid, integer)') IS NOT NULL
+    AND pg_catalog.to_regprocedure('nmc.get_afleverbewijs(integer, uuid)') IS NOT NULL
+    AND pg_catalog.to_regprocedure(
+        'nmc.get_geschiedenis(integer, uuid, integer, bigint, integer)'
+    ) IS NOT NULL
+    AND pg_catalog.to_regprocedure(
+        'nmc.store_receipts_v2(text[], uuid[], text[], timestamptz[], timestamptz[], uuid[], '
+        || 'integer[])'
+    ) IS NOT NULL AS gereed
 
 -- ------------------------------------------------------------------------------------
 -- The operator's commands (`nmc admin …`, as the admin connection; issues 6 and 7).

@@ -436,3 +436,10 @@ def test_a_saved_proof_verifies_with_the_client_command(client, conn, tmp_path, 
     saved.write_text(f"{head}.{body}.{flipped}")
     assert verify_main(arguments) == 1
     assert capsys.readouterr().out.startswith("ONGELDIG: the signature does not verify")
+
+
+def test_not_ready_without_the_proof_functions(client, conn):
+    assert client.get("/health/ready").status_code == 200
+    conn.execute("DROP FUNCTION nmc.get_afleverbewijs(integer, uuid)")
+    response = client.get("/health/ready")
+    assert (response.status_code, response.json()["reden"]) == (503, "migratie")
