@@ -77,6 +77,22 @@ BEGIN
 END
 $$;
 
+-- nmc.metrics() reports the age of the oldest open write transaction (it holds back every
+-- DV's feed); PostgreSQL shows another role's transaction start only to members of
+-- pg_read_all_stats. Granted when the migrating user may; otherwise that one metric is left
+-- out (docs/operations.md says how to grant it).
+DO $$
+BEGIN
+    IF NOT pg_catalog.pg_has_role('nmc_owner', 'pg_read_all_stats', 'MEMBER')
+        AND (
+            (SELECT r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.rolname = current_user)
+            OR pg_catalog.pg_has_role(current_user, 'pg_read_all_stats', 'USAGE WITH ADMIN OPTION')
+        ) THEN
+        GRANT pg_read_all_stats TO nmc_owner;
+    END IF;
+END
+$$;
+
 CREATE SCHEMA IF NOT EXISTS nmc AUTHORIZATION nmc_owner;
 CREATE SCHEMA IF NOT EXISTS nmc_migratie AUTHORIZATION nmc_owner;
 REVOKE ALL ON SCHEMA nmc, nmc_migratie FROM PUBLIC;

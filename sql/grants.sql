@@ -91,12 +91,20 @@ GRANT EXECUTE ON FUNCTION nmc.store_rewrap(uuid[], text[], bytea[], text) TO nmc
 GRANT EXECUTE ON FUNCTION nmc.metrics() TO nmc_api, nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.ensure_terugkoppelen() TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.claim_terugkoppelen(text, integer) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.claim_terugkoppelen_v2(text, integer) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.record_webhookvalidatie(integer, text, text, text) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.finish_terugkoppelen(bigint, integer, text, xid8, bigint)
 TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.finish_terugkoppelen_v2(
     bigint, integer, text, xid8, bigint, integer
 ) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.resume_webhook(integer) TO nmc_api;
+-- The daily beheer report (functions/beheer/rapportage.sql).
+GRANT EXECUTE ON FUNCTION nmc.ensure_beheerrapporten() TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.begin_beheerrapport(bigint, integer, double precision)
+TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.finish_beheerrapport(bigint, integer, uuid, text, uuid)
+TO nmc_worker;
 
 -- The operator console (nmc console): its reads and the beheer actions
 -- (functions/beheer/console.sql); nothing else.

@@ -82,7 +82,12 @@ SELECT set_eq(
         ('nmc.ensure_terugkoppelen()'),
         ('nmc.claim_terugkoppelen(text,integer)'),
         ('nmc.finish_terugkoppelen(bigint,integer,text,xid8,bigint)'),
-        ('nmc.finish_terugkoppelen_v2(bigint,integer,text,xid8,bigint,integer)')$$,
+        ('nmc.finish_terugkoppelen_v2(bigint,integer,text,xid8,bigint,integer)'),
+        ('nmc.claim_terugkoppelen_v2(text,integer)'),
+        ('nmc.record_webhookvalidatie(integer,text,text,text)'),
+        ('nmc.ensure_beheerrapporten()'),
+        ('nmc.begin_beheerrapport(bigint,integer,double precision)'),
+        ('nmc.finish_beheerrapport(bigint,integer,uuid,text,uuid)')$$,
     'nmc_worker may execute exactly the worker functions'
 );
 SELECT set_eq(
@@ -156,7 +161,8 @@ SELECT set_eq(
              ('console_webhooks'), ('console_onbevestigd'), ('console_budget'),
              ('console_onderhoud'), ('console_event_partities'), ('console_onderhoud_taken'),
              ('console_beheeracties'), ('console_reopen_taak'), ('console_force_transition'),
-             ('resume_webhook_beheer')$$,
+             ('resume_webhook_beheer'), ('ensure_beheerrapporten'), ('begin_beheerrapport'),
+             ('finish_beheerrapport'), ('claim_terugkoppelen_v2'), ('record_webhookvalidatie')$$,
     'exactly the API functions run as SECURITY DEFINER'
 );
 SELECT ok(

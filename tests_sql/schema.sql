@@ -9,7 +9,8 @@ SELECT tables_are(
         'quotumgebruik', 'event', 'event_default', 'event_x000000000000', 'event_partitie',
         'bevestiging', 'webhookpositie', 'cluster_epoch', 'klok', 'notify_service',
         'instellingen', 'teller', 'feedaanroep',
-        'beheeractie', 'receiptgeschiedenis', 'vaststelling'
+        'beheeractie', 'receiptgeschiedenis', 'vaststelling', 'beheerrapport',
+        'webhookvalidatie'
     ],
     'nmc holds the tables of SPEC §3 (plus quota, partitions, clock, services, settings)'
 );
@@ -29,7 +30,8 @@ SELECT enum_has_labels('nmc', 'poging_status', ARRAY[
 'attempt statuses are SPEC §4''s');
 SELECT enum_has_labels('nmc', 'taak_soort', ARRAY[
     'verzenden', 'receipt', 'reconciliëren',
-    'vaststellen', 'terugkoppelen', 'ongeldig-melden', 'wissen', 'controle', 'onderhoud'
+    'vaststellen', 'terugkoppelen', 'ongeldig-melden', 'wissen', 'controle', 'onderhoud',
+    'beheerrapport'
 ],
 'task kinds are SPEC §5''s');
 SELECT is_empty(

@@ -7,6 +7,9 @@ UPDATE nmc.dienstverlener SET
     webhook_url = 'https://dv.example/hook', webhook_max_batch = 2,
     webhook_max_mislukt = 3
 WHERE dv_id = 1001;
+-- Validated (tests_sql/webhookvalidatie.sql): an unvalidated webhook is claimed without a URL.
+INSERT INTO nmc.webhookvalidatie (dv_id, url, uitkomst, gevalideerd_op)
+VALUES (1001, 'https://dv.example/hook', 'geldig', nmc.now());
 SELECT is(nmc.ensure_terugkoppelen(), 1, 'a DV with a webhook gets its task');
 SELECT is(nmc.ensure_terugkoppelen(), 0, 'only one');
 SELECT results_eq(

@@ -56,6 +56,99 @@ AS $$
         coalesce(EXTRACT(EPOCH FROM (SELECT nmc.now()) - b.bevestigd_op), -1)::double precision
     FROM nmc.dienstverlener AS d LEFT JOIN nmc.bevestiging AS b ON b.dv_id = d.dv_id
     WHERE d.actief
+    UNION ALL
+    -- The backlog per kind and DV: due open tasks (system tasks have no dv label).
+    SELECT 'nmc_taak_achterstand', pg_catalog.jsonb_build_object('soort', t.soort, 'dv', t.dv_id),
+        pg_catalog.count(*)::double precision
+    FROM nmc.taak AS t WHERE t.staat = 'open' AND t.due <= (SELECT nmc.now())
+    GROUP BY t.soort, t.dv_id
+    UNION ALL
+    -- What a window allows, next to nmc_verzendbudget_gebruikt (nmc.take_budget's rule), for
+    -- every service configured, named by an active berichttype or used in this window.
+    SELECT 'nmc_verzendbudget_plafond',
+        pg_catalog.jsonb_build_object('service', s.code, 'soort', k.soort),
+        CASE k.soort
+            WHEN 'navraag' THEN pg_catalog.floor(
+                coalesce(c.budget_per_minuut, 1400) * coalesce(c.navraag_aandeel, 0.1)
+            )
+            ELSE coalesce(c.budget_per_minuut, 1400) - pg_catalog.floor(
+                coalesce(c.budget_per_minuut, 1400) * coalesce(c.navraag_aandeel, 0.1)
+            )
+        END::double precision
+    FROM (
+        SELECT n.code FROM nmc.notify_service AS n
+        UNION
+        SELECT bt.notify_service FROM nmc.berichttype AS bt WHERE bt.actief
+        UNION
+        SELECT b.notify_service FROM nmc.verzendbudget AS b
+        WHERE b.venster_start = pg_catalog.date_trunc('minute', (SELECT nmc.now()))
+    ) AS s (code)
+    LEFT JOIN nmc.notify_service AS c ON c.code = s.code
+    CROSS JOIN (VALUES ('verzenden'), ('navraag')) AS k (soort)
+    UNION ALL
+    -- The webhook's state per DV: consecutive failures, paused (or switched off by a 410),
+    -- seconds since it last delivered up to its position.
+    SELECT o.naam, pg_catalog.jsonb_build_object('dv', d.dv_id), o.waarde
+    FROM nmc.dienstverlener AS d
+    INNER JOIN nmc.webhookpositie AS w ON w.dv_id = d.dv_id
+    CROSS JOIN LATERAL (
+        VALUES
+        ('nmc_webhook_mislukt', w.mislukt::double precision),
+        (
+            'nmc_webhook_gepauzeerd',
+            (
+                w.uitgeschakeld OR coalesce(w.gepauzeerd_tot > (SELECT nmc.now()), false)
+            )::integer::double precision
+        ),
+        (
+            'nmc_webhook_achterstand_seconden',
+            greatest(EXTRACT(EPOCH FROM (SELECT nmc.now()) - w.geleverd_op), 0)::double precision
+        )
+    ) AS o (naam, waarde)
+    WHERE d.actief AND d.webhook_url IS NOT NULL
+    UNION ALL
+    -- 1 when the DV's current webhook URL passed its validation (a webhook is not used before).
+    SELECT 'nmc_webhook_gevalideerd', pg_catalog.jsonb_build_object('dv', d.dv_id),
+        (coalesce(v.url = d.webhook_url AND v.uitkomst IN ('geldig', 'bestaand'), false))::integer
+        ::double precision
+    FROM nmc.dienstverlener AS d
+    LEFT JOIN nmc.webhookvalidatie AS v ON v.dv_id = d.dv_id
+    WHERE d.actief AND d.webhook_url IS NOT NULL
+    UNION ALL
+    -- Maintenance: the default partition holds what no xid range does (0 in normal operation);
+    -- counted up to 100000.
+    SELECT 'nmc_event_default_rijen', '{}'::jsonb, pg_catalog.count(*)::double precision
+    FROM (SELECT 1 FROM nmc.event_default LIMIT 100000) AS r
+    UNION ALL
+    -- The watermark: how long the oldest committed event the feed cannot serve yet has been
+    -- waiting behind it (0: none). Read from the first events at or above the watermark in
+    -- feed order (their time follows that order up to a transaction's length), so a scrape
+    -- costs the same however long a transaction holds it back. Works on a standby too.
+    SELECT 'nmc_feed_watermerk_achterstand_seconden', '{}'::jsonb,
+        coalesce(
+            greatest(EXTRACT(EPOCH FROM (SELECT nmc.now()) - pg_catalog.min(h.tijdstip)), 0), 0
+        )::double precision
+    FROM (
+        SELECT e.tijdstip FROM nmc.event AS e
+        WHERE e.xid >= pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())
+        ORDER BY e.xid, e.event_id
+        LIMIT 100
+    ) AS h
+    UNION ALL
+    -- The oldest open transaction holding an xid (any database of the cluster: xids are the
+    -- cluster's, and every one holds back every DV's feed), or prepared. Real time, not the
+    -- NMC clock: it is the server's. Only where the owner may see every session's start
+    -- (pg_read_all_stats, which the bootstrap grants when it can); else not reported.
+    SELECT 'nmc_oudste_schrijftransactie_seconden', '{}'::jsonb,
+        coalesce(EXTRACT(EPOCH FROM pg_catalog.max(pg_catalog.now() - x.begin)), 0)
+        ::double precision
+    FROM (
+        SELECT a.xact_start FROM pg_catalog.pg_stat_activity AS a
+        WHERE a.backend_xid IS NOT NULL
+        UNION ALL
+        SELECT p.prepared FROM pg_catalog.pg_prepared_xacts AS p
+    ) AS x (begin)
+    HAVING pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE')
 $$;
 COMMENT ON FUNCTION nmc.metrics() IS
 'Every database-held metric as (name, labels, value): tasks per kind and state, seconds '
@@ -64,5 +157,9 @@ COMMENT ON FUNCTION nmc.metrics() IS
 'settings.onbevestigd_telgrens read per DV; nmc_onbevestigd_terminaal_afgekapt 1: the '
 'count is "at least"), counters (rejected and '
 'malformed receipts, unknown statuses), the share of geen-contactgegevens among finished '
-'centraal notifications per DV, send-budget use in the current window, and feed lag per '
-'DV (seconds since its last acknowledgement; -1 when it never acknowledged).';
+'centraal notifications per DV, send-budget use in the current window and its ceiling per '
+'service and kind, feed lag per DV (seconds since its last acknowledgement; -1 when it never '
+'acknowledged), due open tasks per kind and DV, each webhook''s failures, pause, delivery '
+'age and validation, the rows of the default event partition, how long the watermark holds '
+'back the oldest committed event, and the age of the oldest open write transaction (when '
+'the owner has pg_read_all_stats).';

@@ -61,7 +61,11 @@ AS $$
     SELECT
         c.taak_id, c.claim_epoch, c.dv_id,
         -- No URL for a DV that was deactivated or lost its webhook: the worker closes the task.
-        CASE WHEN d.actief THEN d.webhook_url END,
+        -- Nor for a webhook whose URL was not validated: this release's workers claim with
+        -- nmc.claim_terugkoppelen_v2 and validate it first.
+        CASE
+            WHEN d.actief AND nmc.webhook_gevalideerd(d.dv_id, d.webhook_url) THEN d.webhook_url
+        END,
         w.epoch,
         -- The shape of a feed page (nmc.page_events), so the worker seals the same cursor.
         nmc.read_events(d.dv_id, w.xid, w.event_id, d.webhook_max_batch, w.epoch, nmc.now())
@@ -70,11 +74,51 @@ AS $$
     INNER JOIN nmc.webhookpositie AS w ON w.dv_id = c.dv_id
 $$;
 COMMENT ON FUNCTION nmc.claim_terugkoppelen(text, integer) IS
+'Claims DVs'' webhook tasks and returns for each the URL (NULL when the DV is inactive, has '
+'no webhook or its URL is not validated: close the task) and the next batch of events from '
+'its delivery position (at most webhook_max_batch, below the watermark) as a feed page: '
+'{events, xid, eventId, epoch, uitgegevenOp}, the position after the batch. An empty batch '
+'only moves the position up to the watermark. The previous release''s form of '
+'nmc.claim_terugkoppelen_v2 (drop it in the next).';
+
+CREATE OR REPLACE FUNCTION nmc.claim_terugkoppelen_v2(
+    p_eigenaar text, p_batch integer DEFAULT 5
+)
+RETURNS TABLE (
+    taak_id bigint, claim_epoch integer, dv_id integer, webhook_url text, epoch integer,
+    pagina json, gevalideerd boolean
+)
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT
+        c.taak_id, c.claim_epoch, c.dv_id,
+        CASE WHEN d.actief THEN d.webhook_url END,
+        w.epoch,
+        -- A webhook not validated for its URL gets no batch: it is validated first.
+        CASE
+            WHEN v.gevalideerd
+                THEN nmc.read_events(
+                    d.dv_id, w.xid, w.event_id, d.webhook_max_batch, w.epoch, nmc.now()
+                )
+        END,
+        v.gevalideerd
+    FROM nmc.claim_taken('terugkoppelen', p_eigenaar, p_batch) AS c
+    INNER JOIN nmc.dienstverlener AS d ON d.dv_id = c.dv_id
+    INNER JOIN nmc.webhookpositie AS w ON w.dv_id = c.dv_id
+    CROSS JOIN LATERAL (
+        SELECT d.webhook_url IS NOT NULL AND nmc.webhook_gevalideerd(d.dv_id, d.webhook_url)
+    ) AS v (gevalideerd)
+$$;
+COMMENT ON FUNCTION nmc.claim_terugkoppelen_v2(text, integer) IS
 'Claims DVs'' webhook tasks and returns for each the URL (NULL when the DV is inactive or '
-'has no webhook: close the task) and the next batch of events from its delivery position '
-'(at most webhook_max_batch, below the watermark) as a feed page: {events, xid, eventId, '
-'epoch, uitgegevenOp}, the position after the batch. An empty batch only moves the '
-'position up to the watermark.';
+'has no webhook: close the task), whether that URL passed its validation, and when it did '
+'the next batch of events from its delivery position (at most webhook_max_batch, below the '
+'watermark) as a feed page: {events, xid, eventId, epoch, uitgegevenOp}, the position after '
+'the batch. An empty batch only moves the position up to the watermark. A webhook that is '
+'not validated comes without a page: the worker validates it '
+'(nmc.record_webhookvalidatie) and defers the task.';
 
 CREATE OR REPLACE FUNCTION nmc.finish_terugkoppelen_v2(
     p_taak_id bigint,

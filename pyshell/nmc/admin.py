@@ -10,8 +10,11 @@ import json
 import os
 import secrets
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import psycopg
 
 from nmc.afleverbewijs_signing import new_afleverbewijs_ring
 from nmc.api.auth import generate_dev_iam_key, issue_dev_token
@@ -22,6 +25,7 @@ from nmc.errors import NmcError
 from nmc.feed_cursor import PURPOSE_CURSOR
 from nmc.queries import QUERIES
 from nmc.webhook_signing import new_signing_ring
+from nmc.webhook_validatie import Adresbeleid, Validatie, validate_now
 
 DEV_ISSUER = "https://iam.nmc.localhost"
 DEV_AUDIENCE = "nmc"
@@ -69,13 +73,82 @@ def notify_templates(*documents: dict[str, Any]) -> dict[str, list[str]]:
     return templates
 
 
+@dataclass(frozen=True)
+class WebhookStatus:
+    """The validation of the DV's current webhook URL: `nieuw` when it was made just now
+    (a new or changed URL, or one that had not passed), else the recorded one."""
+
+    validatie: Validatie
+    gevalideerd: bool
+    nieuw: bool
+
+
+@dataclass(frozen=True)
+class Onboarding:
+    """What `nmc admin dv apply` did: the DV, and its webhook's validation (None: none)."""
+
+    dv_id: int
+    oin: str
+    webhook: WebhookStatus | None
+
+
 def apply_dv(settings: Settings, path: Path) -> tuple[int, str]:
-    """Create or update the DV described in `path`; returns (dv_id, oin)."""
+    """Create or update the DV described in `path` and validate a new or changed webhook;
+    returns (dv_id, oin)."""
+    done = onboard_dv(settings, path)
+    return done.dv_id, done.oin
+
+
+def onboard_dv(
+    settings: Settings,
+    path: Path,
+    *,
+    origin: str | None = None,
+    beleid: Adresbeleid | None = None,
+) -> Onboarding:
+    """Create or update the DV described in `path` (committed first), then validate its
+    webhook when its current URL has not passed yet (nmc.webhook_validatie) and record it."""
     document = read_dv_document(path)
     with connect(connection_url(settings)) as conn:
         row = conn.execute(QUERIES["apply_dienstverlener"], {"config": json.dumps(document)})
         dv_id = row.fetchone()[0]
-    return dv_id, str(document.get("oin"))
+        webhook = check_webhook(conn, dv_id, origin=origin, beleid=beleid)
+    return Onboarding(dv_id, str(document.get("oin")), webhook)
+
+
+def check_webhook(
+    conn: psycopg.Connection,
+    dv_id: int,
+    *,
+    origin: str | None = None,
+    beleid: Adresbeleid | None = None,
+) -> WebhookStatus | None:
+    """Validate the DV's webhook unless its current URL passed already; record the outcome.
+    `conn` is autocommit: no transaction is open during the validation's calls."""
+    state = conn.execute(QUERIES["get_webhookvalidatie"], {"dv_id": dv_id}).fetchone()[0]
+    url = state["webhookUrl"]
+    if url is None:
+        return None
+    if state["gevalideerd"]:
+        return WebhookStatus(Validatie(state["uitkomst"], state["detail"]), True, nieuw=False)
+    validatie = validate_now(url, origin=origin, beleid=beleid)
+    gevalideerd = conn.execute(
+        QUERIES["record_webhookvalidatie"],
+        {"dv_id": dv_id, "url": url, "uitkomst": validatie.uitkomst, "detail": validatie.detail},
+    ).fetchone()[0]
+    return WebhookStatus(validatie, bool(gevalideerd), nieuw=True)
+
+
+def describe_webhook(status: WebhookStatus | None) -> str | None:
+    """One line for `nmc admin dv apply` (no URL: the operator has it in the document)."""
+    if status is None:
+        return None
+    if status.gevalideerd:
+        return "webhook: gevalideerd" + ("" if status.nieuw else " (eerder)")
+    return (
+        f"webhook: NIET gevalideerd: {status.validatie.describe()}; it is not used until it "
+        "is (fix it and apply again; the webhook task retries the validation)"
+    )
 
 
 def list_dvs(settings: Settings) -> list[dict[str, Any]]:

@@ -115,8 +115,11 @@ def api_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def admin_dv_apply(args: argparse.Namespace, settings: Settings) -> int:
-    dv_id, oin = admin_tasks.apply_dv(settings, args.file)
-    print(f"dienstverlener {oin} applied (dv_id {dv_id})")
+    done = admin_tasks.onboard_dv(settings, args.file)
+    print(f"dienstverlener {done.oin} applied (dv_id {done.dv_id})")
+    webhook = admin_tasks.describe_webhook(done.webhook)
+    if webhook is not None:
+        print(webhook)
     return 0
 
 

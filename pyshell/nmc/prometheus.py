@@ -38,6 +38,20 @@ DATABASE_HELP = {
     "nmc_feed_achterstand_seconden": "Seconden sinds de laatste bevestiging per dienstverlener "
     "(-1: nooit bevestigd).",
     "nmc_database_bereikbaar": "1 als nmc.metrics() antwoordde.",
+    "nmc_taak_achterstand": "Openstaande taken waarvan de due verstreken is, per soort en "
+    "dienstverlener.",
+    "nmc_verzendbudget_plafond": "Wat het verzendbudget per venster toestaat, per service en "
+    "soort.",
+    "nmc_webhook_mislukt": "Opeenvolgende mislukte webhook-leveringen per dienstverlener.",
+    "nmc_webhook_gepauzeerd": "1 als de webhook gepauzeerd is (of na een 410 uitgeschakeld).",
+    "nmc_webhook_achterstand_seconden": "Seconden sinds de webhook voor het laatst tot zijn "
+    "positie leverde.",
+    "nmc_webhook_gevalideerd": "1 als de huidige webhook-URL de validatie doorstond.",
+    "nmc_event_default_rijen": "Rijen in de default-partitie van het eventlog (normaal 0).",
+    "nmc_feed_watermerk_achterstand_seconden": "Seconden dat het oudste gecommitte event "
+    "achter het watermerk wacht.",
+    "nmc_oudste_schrijftransactie_seconden": "Leeftijd van de oudste open transactie met een "
+    "xid (houdt de feed van elke dienstverlener op).",
 }
 
 Samples = list[tuple[Mapping[str, str], float]]

@@ -235,8 +235,43 @@ FROM nmc.claim_ongeldig_melden(%(eigenaar)s::text, %(batch)s::integer) AS c
 SELECT nmc.ensure_terugkoppelen() AS gepland
 
 -- claim_terugkoppelen --
-SELECT c.taak_id, c.claim_epoch, c.dv_id, c.webhook_url, c.epoch, c.pagina
-FROM nmc.claim_terugkoppelen(%(eigenaar)s::text, %(batch)s::integer) AS c
+-- gevalideerd: the URL passed its validation (else no pagina: validate it first).
+SELECT c.taak_id, c.claim_epoch, c.dv_id, c.webhook_url, c.epoch, c.pagina, c.gevalideerd
+FROM nmc.claim_terugkoppelen_v2(%(eigenaar)s::text, %(batch)s::integer) AS c
+
+-- record_webhookvalidatie --
+SELECT nmc.record_webhookvalidatie(
+    %(dv_id)s::integer, %(url)s::text, %(uitkomst)s::text, %(detail)s::text
+) AS gevalideerd
+
+-- get_webhookvalidatie --
+SELECT nmc.get_webhookvalidatie(%(dv_id)s::integer) AS validatie
+
+-- ensure_beheerrapporten --
+SELECT nmc.ensure_beheerrapporten()
+
+-- begin_beheerrapport --
+SELECT b.rapport_id, b.dv_id, b.oin, b.naam, b.kanaal, b.dag, b.onbevestigd, b.afgekapt,
+    b.oudste, b.bevestigingstermijn::text AS bevestigingstermijn, b.notificatie_ids, b.aandeel,
+    b.drempel, b.boven_drempel, b.te_melden, b.afgerond, b.template_id, b.notify_service,
+    b.budget
+FROM nmc.begin_beheerrapport(
+    %(taak_id)s::bigint, %(claim_epoch)s::integer, %(drempel)s::double precision
+) AS b
+
+-- finish_beheerrapport --
+SELECT nmc.finish_beheerrapport(
+    %(taak_id)s::bigint, %(claim_epoch)s::integer, %(rapport_id)s::uuid, %(uitkomst)s::text,
+    %(notifynl_id)s::uuid
+) AS uitkomst
+
+-- configure_beheerrapport --
+SELECT nmc.configure_beheerrapport(%(config)s::jsonb)
+
+-- list_beheerrapporten --
+SELECT r.dv_id, r.dag, r.kanaal, r.onbevestigd, r.onbevestigd_afgekapt,
+    r.geen_contactgegevens_aandeel, r.boven_drempel, r.uitkomst, r.afgerond_op
+FROM nmc.list_beheerrapporten(%(limiet)s::integer) AS r
 
 -- finish_terugkoppelen --
 -- epoch: the cluster epoch the batch was read in (claim_terugkoppelen's epoch).

@@ -25,6 +25,7 @@ from pipelinetest import API_KEY, DV_NAAM, DV_OIN, TEMPLATE_ID, Sims, advance, s
 from webhookreceiver import CONTENT_TYPE, Receiver
 
 from nmc import crypto
+from nmc.admin import check_webhook
 from nmc.api.auth import generate_dev_iam_key, issue_dev_token
 from nmc.config import Settings
 from nmc.database import with_overrides
@@ -36,6 +37,7 @@ from nmc.worker.terugkoppelen import SOORT
 
 NMC_OIN = "00000001999999999000"
 NMC_SOURCE = f"urn:nld:oin:{NMC_OIN}:systeem:nmc"
+NMC_ORIGIN = "nmc.webhook.test"
 BASE = "/api/nmc/v1"
 MAX_BATCH = 3
 MAX_MISLUKT = 3
@@ -70,6 +72,9 @@ def nmc_env(db_url: str, sim: Sims, tmp_path: Path, monkeypatch: pytest.MonkeyPa
         "NMC_API_POOL_MIN": "1",
         "NMC_API_POOL_MAX": "4",
         "NMC_API_ACCESS_LOG": "0",
+        # The receivers listen on loopback: explicitly allowed as webhook targets here.
+        "NMC_WEBHOOK_TOEGESTANE_NETWERKEN": "127.0.0.0/8",
+        "NMC_WEBHOOK_ORIGIN": NMC_ORIGIN,
     }.items():
         monkeypatch.setenv(name, value)
     for name in (
@@ -95,7 +100,9 @@ def api(nmc_env: None) -> Iterator[str]:
 
 @pytest.fixture
 def receiver(api: str) -> Iterator[Receiver]:
-    hook = Receiver(jwks_url=f"{api}/.well-known/jwks.json", issuer=NMC_SOURCE)
+    hook = Receiver(
+        jwks_url=f"{api}/.well-known/jwks.json", issuer=NMC_SOURCE, origins=(NMC_ORIGIN,)
+    )
     server = start_in_thread(hook.app)
     yield hook.serving(server.url)
     hook.release()
@@ -116,6 +123,29 @@ def webhook_dv(conn: psycopg.Connection, dv_id: int, receiver: Receiver) -> int:
         ],
     }
     conn.execute("SELECT nmc.apply_dienstverlener(%s::jsonb)", [json.dumps(document)])
+    # Validated as `nmc admin dv apply` validates it (the handshake, the allowed target).
+    status = check_webhook(conn, dv_id)
+    assert status is not None and status.gevalideerd, status
+    return dv_id
+
+
+@pytest.fixture
+def unvalidated_webhook_dv(
+    conn: psycopg.Connection, dv_id: int, receiver: Receiver, nmc_env: None
+) -> int:
+    """The DV with a webhook whose handshake failed when it was applied: not in use yet."""
+    document = {
+        "oin": DV_OIN,
+        "naam": DV_NAAM,
+        "quotumPerMinuut": 100000,
+        "webhook": {"url": receiver.url, "maxBatch": MAX_BATCH},
+        "berichttypen": [{"code": "aanslag", "notifynlTemplateId": TEMPLATE_ID}],
+    }
+    conn.execute("SELECT nmc.apply_dienstverlener(%s::jsonb)", [json.dumps(document)])
+    receiver.handshake = False
+    status = check_webhook(conn, dv_id)
+    assert status is not None and not status.gevalideerd
+    assert status.validatie.describe() == "geen-handshake (http-405)"
     return dv_id
 
 
@@ -445,6 +475,36 @@ async def test_without_a_signing_ring_the_worker_does_not_deliver(
     async with start_worker() as worker:
         assert SOORT not in worker.kinds
     assert "terugkoppelen-zonder-sleutels" in caplog.messages
+
+
+# --------------------------------------------------------------------------------------------
+# Validation before the first delivery
+
+
+async def test_a_webhook_that_failed_its_handshake_is_validated_by_its_task_before_delivery(
+    start_worker, unvalidated_webhook_dv, receiver, intake, conn
+):
+    dv = unvalidated_webhook_dv
+    taak = "SELECT staat::text, laatste_fout FROM nmc.taak WHERE soort = 'terugkoppelen'"
+    async with start_worker() as worker:
+        assert await worker.run_once(SOORT) == 1, "planned, claimed, validated again: refused"
+        make_events(intake, 2)
+        wait_visible(conn, dv, 2)
+        assert conn.execute(taak).fetchone() == ("open", "webhook-geen-handshake")
+        advance(conn, "10 minutes")
+        assert await worker.run_once(SOORT) == 1
+        assert receiver.calls == [], "no event goes to a webhook that did not pass"
+
+        receiver.handshake = True  # the DV fixed its endpoint
+        advance(conn, "10 minutes")
+        assert await worker.run_once(SOORT) == 1
+        validatie = conn.execute("SELECT nmc.get_webhookvalidatie(%s)", [dv]).fetchone()[0]
+        assert (validatie["uitkomst"], validatie["gevalideerd"]) == ("geldig", True)
+        await pump(worker, conn, lambda: sum(map(len, receiver.batches())) >= 2)
+
+    assert receiver.refusals == []
+    assert receiver.handshakes == [NMC_ORIGIN] * 4, "the apply's, then one per round"
+    assert [len(batch) for batch in receiver.batches()] == [2]
 
 
 # --------------------------------------------------------------------------------------------

@@ -9,6 +9,10 @@ is answered 401/415 and listed in `refusals` (a test asserts that list is empty)
 
 `answers` holds the status codes of the next calls (then 200). `hold()` makes the next call
 wait, after it was recorded, until `release()`: a worker can be killed mid-delivery.
+
+The NMC's validation request (OPTIONS with WebHook-Request-Origin) is answered with the DV
+client library's `answer_handshake` for the origins in `origins`; `handshakes` lists the
+origins asked, and `handshake = False` answers it 405, as an endpoint that knows no handshake.
 """
 
 import asyncio
@@ -24,6 +28,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+
+from nmc.client.webhook import answer_handshake
 
 HOOK_PATH = "/nmc-webhook"
 CONTENT_TYPE = "application/cloudevents-batch+json"
@@ -53,7 +59,7 @@ class Hold:
 
 
 class Receiver:
-    def __init__(self, jwks_url: str, issuer: str) -> None:
+    def __init__(self, jwks_url: str, issuer: str, origins: tuple[str, ...] = ("nmc",)) -> None:
         self.jwks_url = jwks_url
         self.issuer = issuer
         self.url = ""  # the hook's URL, set once the server listens (see `serving`)
@@ -64,7 +70,15 @@ class Receiver:
         self._keys: jwt.PyJWKSet | None = None
         self._hold: Hold | None = None
         self._holds: list[Hold] = []
-        self.app = Starlette(routes=[Route(HOOK_PATH, self._hook, methods=["POST"])])
+        self.origins = origins
+        self.handshake = True
+        self.handshakes: list[str | None] = []
+        self.app = Starlette(
+            routes=[
+                Route(HOOK_PATH, self._hook, methods=["POST"]),
+                Route(HOOK_PATH, self._handshake, methods=["OPTIONS"]),
+            ]
+        )
 
     def serving(self, base_url: str) -> "Receiver":
         self.url = base_url + HOOK_PATH
@@ -111,6 +125,13 @@ class Receiver:
             hold.reached.set()
             await asyncio.to_thread(hold.released.wait, HOLD_LIMIT_S)
         return Response(status_code=status)
+
+    async def _handshake(self, request: Request) -> Response:
+        self.handshakes.append(request.headers.get("webhook-request-origin"))
+        if not self.handshake:
+            return Response(status_code=405)
+        status, headers = answer_handshake(request.headers, self.origins)
+        return Response(status_code=status, headers=headers)
 
     async def _verify(self, token: str) -> dict[str, Any]:
         kid = jwt.get_unverified_header(token)["kid"]

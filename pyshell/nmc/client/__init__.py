@@ -49,6 +49,7 @@ from .webhook import (
     WebhookBatch,
     WebhookRejected,
     WebhookVerifier,
+    answer_handshake,
     parse_batch,
 )
 
@@ -87,6 +88,7 @@ __all__ = [
     "WebhookBatch",
     "WebhookRejected",
     "WebhookVerifier",
+    "answer_handshake",
     "parse_batch",
     "verify_afleverbewijs",
 ]

@@ -13,6 +13,12 @@ kids cannot make this process hammer the NMC.
 
 Answer a WebhookRejected with its `status` (401 for the token, 415 or 400 for the body);
 anything but a 2xx makes the NMC deliver the batch again later.
+
+Before it delivers anything to a new (or changed) webhook URL, the NMC validates it with the
+CloudEvents webhook handshake the NL GOV profile adopts: an `OPTIONS` request with
+`WebHook-Request-Origin: <the NMC's origin>`. `answer_handshake(headers, allowed_origins)`
+gives the status and headers to answer it with: 200 and `WebHook-Allowed-Origin` for an origin
+the DV expects, else a refusal (and the NMC does not use the webhook).
 """
 
 import json
@@ -20,7 +26,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +41,8 @@ ALLOWED_ALGORITHMS = ("RS256", "ES256")
 _KEY_TYPE = {"RS256": "RSA", "ES256": "EC"}
 BATCH_MEDIA_TYPE = "application/cloudevents-batch+json"
 CURSOR_HEADER = "Nmc-Cursor"
+REQUEST_ORIGIN_HEADER = "WebHook-Request-Origin"
+ALLOWED_ORIGIN_HEADER = "WebHook-Allowed-Origin"
 MAX_LIFETIME_SECONDS = 300
 LEEWAY_SECONDS = 30
 MAX_TOKEN_LENGTH = 8192
@@ -292,3 +300,19 @@ def header_value(headers: Mapping[str, str], name: str) -> str | None:
         if key.lower() == wanted:
             return candidate
     return None
+
+
+def answer_handshake(
+    headers: Mapping[str, str], allowed_origins: Iterable[str]
+) -> tuple[int, dict[str, str]]:
+    """The answer to the NMC's webhook validation request (`OPTIONS` with
+    `WebHook-Request-Origin`): (200, {WebHook-Allowed-Origin, Allow}) when the origin is one
+    of `allowed_origins` (the NMC's, as its operators publish it), 403 for another origin,
+    400 when the header is missing. Send the headers with the status."""
+    origin = header_value(headers, REQUEST_ORIGIN_HEADER)
+    if origin is None or not origin.strip():
+        return 400, {}
+    origin = origin.strip()
+    if origin not in set(allowed_origins):
+        return 403, {}
+    return 200, {ALLOWED_ORIGIN_HEADER: origin, "Allow": "OPTIONS, POST"}

@@ -23,6 +23,10 @@ NMC_KEK_FILE, NMC_PEPPERS / NMC_PEPPERS_FILE   as for the API (see nmc.crypto); 
 NMC_WEBHOOK_SIGNING_KEYS_FILE  the webhook signing ring, as for the API (nmc.webhook_signing);
                           unset: the worker does not run `terugkoppelen` (warned at start)
 NMC_WEBHOOK_ISSUER        the `iss` of webhook tokens (default: the event source)
+NMC_WEBHOOK_ORIGIN        the NMC's origin in the webhook handshake (nmc.webhook_validatie)
+NMC_WEBHOOK_TOEGESTANE_NETWERKEN  non-public networks (CIDRs) a webhook or an https: beheer
+                          channel may point into after all (default none: loopback, link-local
+                          and private targets are refused)
 NMC_OIN / NMC_API_EVENT_SOURCE  the CloudEvents `source`, as for the API (nmc.cloudevents)
 """
 
@@ -42,6 +46,7 @@ from nmc.config import Settings
 from nmc.database import connection_url
 from nmc.errors import NmcError
 from nmc.webhook_signing import issuer
+from nmc.webhook_validatie import ALLOWED_NETWORKS_ENV, Adresbeleid, origin_from_env
 
 KINDS = (
     "verzenden",
@@ -53,6 +58,7 @@ KINDS = (
     "terugkoppelen",
     "wissen",
     "onderhoud",
+    "beheerrapport",
 )
 # Maintenance scans partitions: run it in a worker of its own with a long poll interval
 # (`nmc worker --kinds onderhoud --poll-interval 300`), not in every worker's round.
@@ -82,6 +88,8 @@ class WorkerConfig:
     event_source: str = field(default_factory=lambda: event_source({}))
     webhook_issuer: str | None = None  # None: the event source
     notifynl_keys_file: Path | None = None  # a key per Notify service (else notifynl_api_key)
+    webhook_origin: str = "nmc"  # the handshake's WebHook-Request-Origin
+    webhook_toegestane_netwerken: str = ""  # CIDRs a webhook may point into after all
 
     def __post_init__(self) -> None:
         if (self.notifynl_keys_file is None) == (self.notifynl_api_key is None):
@@ -95,6 +103,7 @@ class WorkerConfig:
             raise NmcError("--poll-interval must be positive")
         if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
             raise NmcError("the metrics port must be between 0 and 65535")
+        Adresbeleid.parse(self.webhook_toegestane_netwerken)  # NmcError when malformed
 
     @classmethod
     def from_env(
@@ -117,6 +126,8 @@ class WorkerConfig:
             geen_contactgegevens_drempel=geen_contactgegevens_drempel(env),
             event_source=event_source(env),
             webhook_issuer=issuer(env),
+            webhook_origin=origin_from_env(env),
+            webhook_toegestane_netwerken=env.get(ALLOWED_NETWORKS_ENV, ""),
         )
         given = {name: value for name, value in overrides.items() if value is not None}
         return cls(**{**config.__dict__, **given})

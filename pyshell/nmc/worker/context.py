@@ -13,12 +13,15 @@ from dataclasses import dataclass, field
 import psycopg
 
 from nmc import crypto
+from nmc.adapters.beheerkanaal import BeheerkanaalClient
 from nmc.adapters.http import Deferral, UnexpectedResponse
 from nmc.adapters.ldv import Ldv
 from nmc.adapters.notifynl import NotifyNL
 from nmc.adapters.profielservice import Profielservice
 from nmc.adapters.webhook import WebhookClient
+from nmc.api.settings import DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL
 from nmc.group_commit import Flush, GroupCommit
+from nmc.webhook_validatie import WebhookValidator
 from nmc.worker.db import Database, StaleClaim
 from nmc.worker.logs import event
 
@@ -43,6 +46,9 @@ class Context:
     ring: crypto.KekRing
     eigenaar: str
     webhook: WebhookClient | None = None  # None: no signing ring, no webhook delivery
+    webhook_validator: WebhookValidator | None = None  # the handshake and the target check
+    beheerkanaal: BeheerkanaalClient | None = None  # None: no signing ring, no https: reports
+    geen_contactgegevens_drempel: float = DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL
     _groups: dict[str, GroupCommit] = field(default_factory=dict, init=False, repr=False)
 
     async def extend_lease(self, taak_id: int, claim_epoch: int) -> None:

@@ -27,12 +27,15 @@ import psycopg
 from nmc import crypto
 from nmc.adapters import ldv
 from nmc.adapters.aio_backend import AsyncioTransport, LeanAsyncClient
+from nmc.adapters.beheerkanaal import BeheerkanaalClient
 from nmc.adapters.notifynl import NotifyNL
 from nmc.adapters.profielservice import Profielservice
 from nmc.adapters.webhook import WebhookClient
 from nmc.feed_cursor import CursorCodec
 from nmc.webhook_signing import SigningRing, load_signing_ring
+from nmc.webhook_validatie import Adresbeleid, WebhookValidator
 from nmc.worker import (
+    beheerrapport,
     controle,
     navraag,
     onderhoud,
@@ -64,6 +67,7 @@ class Kind:
 
 def kinds() -> dict[str, Kind]:
     webhook = terugkoppelen.Terugkoppelen()
+    rapport = beheerrapport.Beheerrapport()
     return {
         verzenden.SOORT: Kind(verzenden.SOORT, claim=verzenden.claim, handle=verzenden.handle),
         receipt.SOORT: Kind(receipt.SOORT, process=receipt.process),
@@ -73,6 +77,7 @@ def kinds() -> dict[str, Kind]:
         ongeldig.SOORT: Kind(ongeldig.SOORT, claim=ongeldig.claim, handle=ongeldig.handle),
         terugkoppelen.SOORT: Kind(terugkoppelen.SOORT, claim=webhook.claim, handle=webhook.handle),
         wissen.SOORT: Kind(wissen.SOORT, process=wissen.process),
+        beheerrapport.SOORT: Kind(beheerrapport.SOORT, claim=rapport.claim, handle=rapport.handle),
         onderhoud.SOORT: Kind(onderhoud.SOORT, process=onderhoud.process),
     }
 
@@ -115,8 +120,10 @@ class Worker:
         ring = crypto.kek_ring() if ring is None else ring
         key = ldv.pseudonym_key() if pseudonym_key is None else pseudonym_key
         notify_keys = config.notify_keys()  # the keys file is read here, once
-        if terugkoppelen.SOORT in config.kinds:
+        if terugkoppelen.SOORT in config.kinds or beheerrapport.SOORT in config.kinds:
+            # The webhook's ring also signs the https: beheer reports.
             signing = load_signing_ring() if signing is None else signing
+        if terugkoppelen.SOORT in config.kinds:
             if signing is None:
                 event(logging.WARNING, "terugkoppelen-zonder-sleutels", soort=terugkoppelen.SOORT)
             elif peppers is None:
@@ -140,6 +147,7 @@ class Worker:
             timeout=httpx.Timeout(config.http_timeout), transport=transport
         ) as client:
             db = await Database.open(config.database_url, pool_size, config.prepare_threshold)
+            beleid = Adresbeleid.parse(config.webhook_toegestane_netwerken)
             sink = (
                 ldv.HttpSink(client, config.ldv_url)
                 if config.ldv_url
@@ -167,6 +175,19 @@ class Worker:
                     if signing is not None and peppers is not None
                     else None
                 ),
+                webhook_validator=WebhookValidator(client, config.webhook_origin, beleid),
+                beheerkanaal=(
+                    BeheerkanaalClient(
+                        client,
+                        signing,
+                        issuer=config.webhook_issuer or config.event_source,
+                        source=config.event_source,
+                        beleid=beleid,
+                    )
+                    if signing is not None
+                    else None
+                ),
+                geen_contactgegevens_drempel=config.geen_contactgegevens_drempel,
             )
             worker = cls(config, ctx, metrics)
             listener = OpsListener(db, metrics, config.geen_contactgegevens_drempel)

@@ -15,6 +15,14 @@ each call: the lease is extended and the LDV record of the provision is written 
 outage defers the task without counting against the DV's webhook). The task of a DV that
 was deactivated or lost its webhook comes without a URL and is closed.
 
+Before the first delivery to a URL the webhook must be validated (nmc.webhook_validatie: no
+loopback, link-local or private target unless allowed, and the CloudEvents handshake).
+`nmc admin dv apply` validates a new URL; a task whose URL is not validated yet (the apply's
+try failed, or it came by another way) is claimed without a batch, validated here, the outcome
+recorded (nmc.record_webhookvalidatie) and the task deferred: it delivers on its next round
+once the URL passed, and tries the validation again with backoff while it fails. The failed
+validation counts as a deferral, not against the DV's webhook (no pause).
+
 nmc.ensure_terugkoppelen plans the tasks (a new webhook, one resumed after a 410): this kind
 calls it at its first round and then once a minute. An epoch raise moves every delivery
 position itself (nmc.raise_epoch); the finish names the epoch its batch was read in, so a
@@ -25,6 +33,7 @@ import logging
 import secrets
 import time
 
+from nmc.adapters.http import Deferral
 from nmc.worker.context import Context, Failure, settle
 from nmc.worker.logs import event
 
@@ -56,6 +65,8 @@ async def _deliver(ctx: Context, taak) -> str:
         return "geen-webhook"
     if ctx.webhook is None:
         raise Failure("webhook-niet-ingesteld")
+    if not taak.gevalideerd:
+        return await _validate(ctx, taak)
     page = taak.pagina
     if not page["events"]:
         return await _finish(ctx, taak, "geleverd", page["xid"], page["eventId"])
@@ -88,3 +99,31 @@ async def _finish(ctx: Context, taak, uitkomst: str, xid, event_id) -> str:
         event_id=event_id,
         epoch=taak.epoch,
     )
+
+
+async def _validate(ctx: Context, taak) -> str:
+    """Validate the task's URL and record it; the task waits for its next round either way."""
+    if ctx.webhook_validator is None:
+        raise Failure("webhook-validatie-niet-ingesteld")
+    await ctx.extend_lease(taak.taak_id, taak.claim_epoch)
+    validatie = await ctx.webhook_validator.validate(taak.webhook_url)
+    gevalideerd = await ctx.db.value(
+        "record_webhookvalidatie",
+        dv_id=taak.dv_id,
+        url=taak.webhook_url,
+        uitkomst=validatie.uitkomst,
+        detail=validatie.detail,
+    )
+    event(
+        logging.INFO if gevalideerd else logging.WARNING,
+        "webhook-gevalideerd" if gevalideerd else "webhook-niet-gevalideerd",
+        taak_id=taak.taak_id,
+        dv_id=taak.dv_id,
+        uitkomst=validatie.uitkomst,
+        fout=validatie.detail,
+    )
+    if not gevalideerd:
+        raise Deferral(f"webhook-{validatie.uitkomst}")
+    # Validated: the batch is read by the next claim, a moment from now.
+    await ctx.db.value("defer_taak", taak_id=taak.taak_id, claim_epoch=taak.claim_epoch, fout=None)
+    return "gevalideerd"

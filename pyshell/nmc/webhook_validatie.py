@@ -1,0 +1,240 @@
+"""Validating a DV's webhook before it is used, and when its URL changes (SPEC §7).
+
+Two checks, in this order:
+
+1. **The target** (SSRF): every address the URL's host resolves to must be a public one.
+   Loopback, link-local, private (RFC 1918, unique local), shared (100.64/10), reserved,
+   multicast and unspecified addresses are refused (`adres-geweigerd`), also when written as
+   an IPv4-mapped IPv6 address, unless they lie in a network that is explicitly allowed:
+   `NMC_WEBHOOK_TOEGESTANE_NETWERKEN`, a comma-separated list of CIDRs (for example
+   `127.0.0.0/8,::1/128` for tests and demos whose receivers listen on loopback). A name that
+   does not resolve is `onbereikbaar`.
+2. **The handshake** of the CloudEvents HTTP webhook spec that the NL GOV profile for
+   CloudEvents adopts: `OPTIONS <url>` with `WebHook-Request-Origin: <the NMC's origin>`
+   (`NMC_WEBHOOK_ORIGIN`; default the host of NMC_API_SERVER_URL, else `nmc`). The endpoint
+   agrees with a 2xx carrying `WebHook-Allowed-Origin` equal to that origin or `*`; anything
+   else is `geen-handshake`, no answer (a connection error or a timeout) `onbereikbaar`.
+   Redirects are not followed.
+
+The outcome (`Validatie`) is recorded with nmc.record_webhookvalidatie: `nmc admin dv apply`
+validates a new or changed URL and reports it, and the webhook task validates a URL that is
+not validated yet before its first delivery (and again, with backoff, while it fails). The
+error classes name no URL, address or content.
+
+The check is made when the webhook is validated; a name that later resolves elsewhere (DNS
+rebinding) is not caught at delivery time: the platform's egress policy is the second line.
+"""
+
+import asyncio
+import ipaddress
+import os
+import socket
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import httpx
+
+from nmc.errors import NmcError
+
+REQUEST_ORIGIN = "WebHook-Request-Origin"
+ALLOWED_ORIGIN = "WebHook-Allowed-Origin"
+ALLOWED_NETWORKS_ENV = "NMC_WEBHOOK_TOEGESTANE_NETWERKEN"
+ORIGIN_ENV = "NMC_WEBHOOK_ORIGIN"
+TIMEOUT_SECONDS = 10.0
+
+GELDIG = "geldig"
+ADRES_GEWEIGERD = "adres-geweigerd"
+GEEN_HANDSHAKE = "geen-handshake"
+ONBEREIKBAAR = "onbereikbaar"
+ONGELDIGE_URL = "ongeldige-url"
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+Resolver = Callable[[str, int], Awaitable[list[str]]]
+
+
+@dataclass(frozen=True)
+class Validatie:
+    """The outcome word (nmc.webhookvalidatie.uitkomst) and a short error class."""
+
+    uitkomst: str
+    detail: str | None = None
+
+    @property
+    def geldig(self) -> bool:
+        return self.uitkomst == GELDIG
+
+    def describe(self) -> str:
+        return self.uitkomst if self.detail is None else f"{self.uitkomst} ({self.detail})"
+
+
+@dataclass(frozen=True)
+class Adresbeleid:
+    """Which non-public networks a webhook may point into after all (none by default)."""
+
+    toegestaan: tuple[Network, ...] = ()
+
+    @classmethod
+    def parse(cls, text: str | None) -> "Adresbeleid":
+        networks = []
+        for part in (text or "").replace(" ", ",").split(","):
+            if not part:
+                continue
+            try:
+                networks.append(ipaddress.ip_network(part, strict=False))
+            except ValueError:
+                raise NmcError(
+                    f"{ALLOWED_NETWORKS_ENV}: {part!r} is not a network (CIDR, e.g. 127.0.0.0/8)"
+                ) from None
+        return cls(tuple(networks))
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Adresbeleid":
+        env = os.environ if environ is None else environ
+        return cls.parse(env.get(ALLOWED_NETWORKS_ENV))
+
+    def weigering(self, address: Address) -> str | None:
+        """Why `address` is refused as a webhook target (an error class), or None."""
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        reason = _not_public(address)
+        if reason is None or any(address in network for network in self.toegestaan):
+            return None
+        return reason
+
+
+def _not_public(address: Address) -> str | None:
+    if address.is_loopback:
+        return "loopback"
+    if address.is_link_local:
+        return "link-local"
+    if address.is_unspecified:
+        return "niet-gespecificeerd"
+    if address.is_multicast:
+        return "multicast"
+    if address.is_private:
+        return "privaat"
+    if not address.is_global:
+        return "niet-publiek"
+    return None
+
+
+def origin_from_env(environ: Mapping[str, str] | None = None) -> str:
+    """The NMC's origin in the handshake: NMC_WEBHOOK_ORIGIN, else NMC_API_SERVER_URL's host."""
+    env = os.environ if environ is None else environ
+    if env.get(ORIGIN_ENV):
+        return env[ORIGIN_ENV]
+    host = urlsplit(env.get("NMC_API_SERVER_URL") or "").hostname
+    return host or "nmc"
+
+
+async def system_resolver(host: str, port: int) -> list[str]:
+    """The addresses the system resolver gives for host (socket.gaierror when none)."""
+    infos = await asyncio.get_running_loop().getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
+    )
+    return sorted({info[4][0] for info in infos})
+
+
+async def check_target(
+    url: str, beleid: Adresbeleid, resolver: Resolver = system_resolver
+) -> Validatie | None:
+    """None when every address of the URL's host may be called, else the refusal."""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return Validatie(ONGELDIGE_URL, "url")
+    if parts.scheme not in ("http", "https") or not host:
+        return Validatie(ONGELDIGE_URL, "schema-of-host")
+    port = port or (443 if parts.scheme == "https" else 80)
+    try:
+        literal = ipaddress.ip_address(host)
+    except ValueError:
+        literal = None
+    if literal is not None:
+        addresses: Iterable[str] = [str(literal)]
+    else:
+        try:
+            addresses = await resolver(host, port)
+        except (OSError, UnicodeError):
+            return Validatie(ONBEREIKBAAR, "naam-onbekend")
+        if not addresses:
+            return Validatie(ONBEREIKBAAR, "naam-onbekend")
+    for text in addresses:
+        reason = beleid.weigering(ipaddress.ip_address(text.split("%", 1)[0]))
+        if reason is not None:
+            return Validatie(ADRES_GEWEIGERD, reason)
+    return None
+
+
+async def handshake(client: httpx.AsyncClient, url: str, origin: str) -> Validatie:
+    """The CloudEvents webhook handshake (validation request) against `url`."""
+    try:
+        response = await client.request(
+            "OPTIONS", url, headers={REQUEST_ORIGIN: origin}, follow_redirects=False
+        )
+    except httpx.TimeoutException:
+        return Validatie(ONBEREIKBAAR, "timeout")
+    except (httpx.TransportError, httpx.InvalidURL):
+        return Validatie(ONBEREIKBAAR, "verbinding")
+    if not 200 <= response.status_code < 300:
+        return Validatie(GEEN_HANDSHAKE, f"http-{response.status_code}")
+    allowed = response.headers.get(ALLOWED_ORIGIN)
+    if allowed is None:
+        return Validatie(GEEN_HANDSHAKE, "geen-allowed-origin")
+    if allowed.strip() not in (origin, "*"):
+        return Validatie(GEEN_HANDSHAKE, "andere-origin")
+    return Validatie(GELDIG)
+
+
+async def validate(
+    client: httpx.AsyncClient,
+    url: str,
+    *,
+    origin: str,
+    beleid: Adresbeleid,
+    resolver: Resolver = system_resolver,
+) -> Validatie:
+    """The target check, then (only for an allowed target) the handshake."""
+    refusal = await check_target(url, beleid, resolver)
+    if refusal is not None:
+        return refusal
+    return await handshake(client, url, origin)
+
+
+def validate_now(
+    url: str,
+    *,
+    origin: str | None = None,
+    beleid: Adresbeleid | None = None,
+    timeout: float = TIMEOUT_SECONDS,
+) -> Validatie:
+    """`validate` for a synchronous caller (`nmc admin dv apply`), with its own client."""
+
+    async def run() -> Validatie:
+        async with httpx.AsyncClient(timeout=timeout) as client:
+            return await validate(
+                client,
+                url,
+                origin=origin if origin is not None else origin_from_env(),
+                beleid=beleid if beleid is not None else Adresbeleid.from_env(),
+            )
+
+    return asyncio.run(run())
+
+
+@dataclass(frozen=True)
+class WebhookValidator:
+    """`validate` with the worker's client, origin and address policy (the webhook task)."""
+
+    client: httpx.AsyncClient
+    origin: str
+    beleid: Adresbeleid
+    resolver: Resolver = system_resolver
+
+    async def validate(self, url: str) -> Validatie:
+        return await validate(
+            self.client, url, origin=self.origin, beleid=self.beleid, resolver=self.resolver
+        )
