@@ -399,7 +399,11 @@ def test_the_operator_and_the_migrator_agree_on_every_role(cluster):
 
 KUBERNETES_VERSION = "1.32"
 # Custom resources: kubernetes-validate has the schemas of the core API only.
-CUSTOM_RESOURCES = {("postgresql.cnpg.io/v1", "Cluster"), ("postgresql.cnpg.io/v1", "Pooler")}
+CUSTOM_RESOURCES = {
+    ("postgresql.cnpg.io/v1", "Cluster"),
+    ("postgresql.cnpg.io/v1", "Pooler"),
+    ("monitoring.coreos.com/v1", "PrometheusRule"),
+}
 
 
 def rendered(documents) -> tuple[str, list[dict[str, Any]]]:
@@ -433,6 +437,6 @@ def test_the_core_manifests_pass_strict_schema_validation(documents):
             ) from None
         validated.append(doc["kind"])
     assert sorted(validated) == ["ConfigMap", "Deployment", "Deployment", "Job", "Service"]
-    assert sorted(k for _, k in skipped) == ["Cluster", "Pooler", "Pooler"]
+    assert sorted(k for _, k in skipped) == ["Cluster", "Pooler", "Pooler", "PrometheusRule"]
     if how == "kubectl kustomize":
         assert {d["metadata"].get("namespace") for d in built} == {"nmc"}

@@ -2,7 +2,7 @@
 -- metrics.sql): backlog per kind and DV, the budget's ceiling, the webhook's state, the
 -- default event partition, the watermark.
 BEGIN;
-SELECT plan(16);
+SELECT plan(19);
 \ir fixtures/setup.sql
 
 DELETE FROM nmc.taak;
@@ -117,6 +117,35 @@ SELECT nmc.advance_clock('15 seconds');
 SELECT cmp_ok(
     pg_temp.metriek('nmc_feed_watermerk_achterstand_seconden', '{}'), '>=', 15::DOUBLE PRECISION,
     'the age of the oldest event the watermark still holds back'
+);
+
+-- Tasks whose last try failed or was deferred (maintenance that keeps failing is late).
+UPDATE nmc.taak SET laatste_fout = 'ldv-http-503', uitstellen = 1
+WHERE id = (SELECT min(t.id) FROM nmc.taak AS t WHERE t.soort = 'verzenden');
+SELECT is(
+    pg_temp.metriek('nmc_taak_herhaald', '{"soort": "verzenden"}'), 1::DOUBLE PRECISION,
+    'open tasks waiting after a failed or deferred try, per kind'
+);
+
+-- The age of each DV's last beheer report (-1: none yet), for a report that does not go out.
+UPDATE nmc.dienstverlener SET beheerkanaal = 'mailto:beheer@voorbeeld.nl' WHERE dv_id = 1002;
+SELECT is(
+    pg_temp.metriek('nmc_beheerrapport_leeftijd_seconden', '{"dv": 1002}'), -1::DOUBLE PRECISION,
+    'a DV with a beheer channel and no report yet'
+);
+INSERT INTO nmc.beheerrapport (
+    id, dv_id, dag, kanaal, onbevestigd, onbevestigd_afgekapt, geen_contactgegevens_drempel,
+    boven_drempel, uitkomst, aangemaakt_op, afgerond_op
+)
+VALUES (
+    gen_random_uuid(), 1002, '2025-01-01', 'mailto', 0, false, 0.3, false, 'niets-te-melden',
+    nmc.now(), nmc.now()
+);
+SELECT nmc.advance_clock('1 hour');
+SELECT is(
+    pg_temp.metriek('nmc_beheerrapport_leeftijd_seconden', '{"dv": 1002}'),
+    3600::DOUBLE PRECISION,
+    'seconds since its last report was finished'
 );
 
 SELECT * FROM finish();

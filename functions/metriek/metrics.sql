@@ -63,6 +63,26 @@ AS $$
     FROM nmc.taak AS t WHERE t.staat = 'open' AND t.due <= (SELECT nmc.now())
     GROUP BY t.soort, t.dv_id
     UNION ALL
+    -- Open tasks waiting after a failed or deferred try (a periodic job that keeps failing is
+    -- late even though its due moves on).
+    SELECT 'nmc_taak_herhaald', pg_catalog.jsonb_build_object('soort', t.soort),
+        pg_catalog.count(*)::double precision
+    FROM nmc.taak AS t WHERE t.staat = 'open' AND t.laatste_fout IS NOT NULL
+    GROUP BY t.soort
+    UNION ALL
+    -- Seconds since each DV with a beheer channel had its last daily report finished (-1:
+    -- none yet).
+    SELECT 'nmc_beheerrapport_leeftijd_seconden', pg_catalog.jsonb_build_object('dv', d.dv_id),
+        coalesce(
+            EXTRACT(EPOCH FROM (SELECT nmc.now()) - (
+                SELECT pg_catalog.max(r.afgerond_op) FROM nmc.beheerrapport AS r
+                WHERE r.dv_id = d.dv_id
+            )),
+            -1
+        )::double precision
+    FROM nmc.dienstverlener AS d
+    WHERE d.actief AND nmc.beheerkanaal_soort(d.beheerkanaal) IS NOT NULL
+    UNION ALL
     -- What a window allows, next to nmc_verzendbudget_gebruikt (nmc.take_budget's rule), for
     -- every service configured, named by an active berichttype or used in this window.
     SELECT 'nmc_verzendbudget_plafond',
@@ -159,7 +179,8 @@ COMMENT ON FUNCTION nmc.metrics() IS
 'malformed receipts, unknown statuses), the share of geen-contactgegevens among finished '
 'centraal notifications per DV, send-budget use in the current window and its ceiling per '
 'service and kind, feed lag per DV (seconds since its last acknowledgement; -1 when it never '
-'acknowledged), due open tasks per kind and DV, each webhook''s failures, pause, delivery '
+'acknowledged), due open tasks per kind and DV, open tasks after a failed or deferred try '
+'per kind, the age of each DV''s last beheer report, each webhook''s failures, pause, delivery '
 'age and validation, the rows of the default event partition, how long the watermark holds '
 'back the oldest committed event, and the age of the oldest open write transaction (when '
 'the owner has pg_read_all_stats).';

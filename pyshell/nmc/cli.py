@@ -14,7 +14,7 @@ from pathlib import Path
 import psycopg
 
 from nmc import admin as admin_tasks
-from nmc import admin_ops, clock, pgtap
+from nmc import admin_ops, admin_rapportage, clock, pgtap
 from nmc.config import Settings
 from nmc.database import ROLE_USERS, connect, connection_url
 from nmc.embedded_db import EmbeddedCluster, Status
@@ -670,6 +670,7 @@ def _parser() -> argparse.ArgumentParser:
     # --- end of the DV API block ---
 
     _add_operations_commands(admin)  # the feed and operations (issues 6 and 7)
+    admin_rapportage.add_commands(admin, _group, _command)  # the daily beheer report
 
     _add_console_commands(commands, admin)  # the operator console
 

@@ -40,6 +40,9 @@ DATABASE_HELP = {
     "nmc_database_bereikbaar": "1 als nmc.metrics() antwoordde.",
     "nmc_taak_achterstand": "Openstaande taken waarvan de due verstreken is, per soort en "
     "dienstverlener.",
+    "nmc_taak_herhaald": "Openstaande taken na een mislukte of uitgestelde poging, per soort.",
+    "nmc_beheerrapport_leeftijd_seconden": "Seconden sinds het laatste beheerrapport van de "
+    "dienstverlener (-1: nog geen).",
     "nmc_verzendbudget_plafond": "Wat het verzendbudget per venster toestaat, per service en "
     "soort.",
     "nmc_webhook_mislukt": "Opeenvolgende mislukte webhook-leveringen per dienstverlener.",

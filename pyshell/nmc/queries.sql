@@ -269,7 +269,7 @@ SELECT nmc.finish_beheerrapport(
 SELECT nmc.configure_beheerrapport(%(config)s::jsonb)
 
 -- list_beheerrapporten --
-SELECT r.dv_id, r.dag, r.kanaal, r.onbevestigd, r.onbevestigd_afgekapt,
+SELECT r.dv_id, r.dag::text AS dag, r.kanaal, r.onbevestigd, r.onbevestigd_afgekapt,
     r.geen_contactgegevens_aandeel, r.boven_drempel, r.uitkomst, r.afgerond_op
 FROM nmc.list_beheerrapporten(%(limiet)s::integer) AS r
 
