@@ -3,7 +3,8 @@ BEGIN;
 SELECT plan(23);
 \ir fixtures/setup.sql
 
-UPDATE nmc.klok SET verschuiving = '2026-12-01 12:00:00+00'::timestamptz - now();
+-- A known instant far ahead (the test clock only moves forward: it must lie after today).
+UPDATE nmc.klok SET verschuiving = '2099-12-01 12:00:00+00'::timestamptz - now();
 -- Accepts, claims and commits a send; returns the attempt id.
 CREATE FUNCTION pg_temp.verzonden(p_ref text) RETURNS uuid LANGUAGE plpgsql AS $$
 DECLARE v_id uuid := pg_temp.nieuwe_notificatie(p_dvref => p_ref); v_c record;

@@ -4,7 +4,8 @@ SELECT plan(10);
 \ir fixtures/setup.sql
 
 -- Start at a known instant: 12:00:10 Amsterdam time (winter: UTC+1), 50 s before the minute ends.
-UPDATE nmc.klok SET verschuiving = '2026-12-01 12:00:10+01'::timestamptz - now();
+-- (A day far ahead: the test clock only moves forward, so the instant must lie after today.)
+UPDATE nmc.klok SET verschuiving = '2099-12-01 12:00:10+01'::timestamptz - now();
 
 CREATE FUNCTION pg_temp.zend(p_ref text, p_payload text DEFAULT 'p') RETURNS uuid
 LANGUAGE sql AS $$ SELECT pg_temp.nieuwe_notificatie(1002, p_ref, 'herinnering', p_payload) $$;
