@@ -15,8 +15,10 @@ SELECT
 FROM nmc.event_partitie \gset
 SELECT is(:boven, 1000, 'it now ends one width above the current xid');
 SELECT is(
-    (SELECT c.relowner::regrole::text FROM pg_catalog.pg_class AS c
-     WHERE c.oid = 'nmc.event_x000000000000'::regclass),
+    (
+        SELECT c.relowner::regrole::text FROM pg_catalog.pg_class AS c
+        WHERE c.oid = 'nmc.event_x000000000000'::regclass
+    ),
     'nmc_owner', 'the range cut again belongs to nmc_owner, whoever called it'
 );
 
