@@ -1,4 +1,4 @@
-"""Fairness benchmark (issue 9): how long small DVs wait while one DV floods the send queue.
+"""Fairness benchmark: how long small DVs wait while one DV floods the send queue.
 
     .venv/bin/python benchmarks/bench_fairness.py [--flood 100000] [--small 100] [--small-dvs 9]
 

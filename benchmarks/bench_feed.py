@@ -1,4 +1,4 @@
-"""Benchmark of the feed (issue 6): a page of 1,000 events with 100k vs 10M events in the log.
+"""Benchmark of the feed: a page of 1,000 events with 100k vs 10M events in the log.
 Not collected by pytest; run by hand:
 
     .venv/bin/python benchmarks/bench_feed.py                        # 100k vs 10M (~10 min)

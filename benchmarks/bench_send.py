@@ -1,4 +1,4 @@
-"""Benchmarks of the send pipeline (issue 4). Not collected by pytest; run by hand:
+"""Benchmarks of the send pipeline. Not collected by pytest; run by hand:
 
     .venv/bin/python benchmarks/bench_send.py                 # everything (about 4 minutes)
     .venv/bin/python benchmarks/bench_send.py engine claim    # some sections

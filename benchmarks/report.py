@@ -1,4 +1,4 @@
-"""The benchmark report (issue 9): every benchmark in one run, one table of figure, target,
+"""The benchmark report: every benchmark in one run, one table of figure, target,
 ratio and verdict, written as Markdown and JSON together with the machine it ran on.
 
     .venv/bin/python benchmarks/report.py              # full sizes: many minutes, quiet machine

@@ -1,4 +1,4 @@
-"""docker-compose.yml stays in step with the code (issue 8).
+"""docker-compose.yml stays in step with the code.
 
 The compose file is parsed (PyYAML, anchors and merge keys resolved) and every claim it makes
 is checked against the code itself: commands against the real `nmc` argparse parser, NMC_*

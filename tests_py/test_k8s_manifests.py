@@ -1,4 +1,4 @@
-"""deploy/k8s: the kustomize base and the CloudNativePG cluster, checked structurally (issue 8).
+"""deploy/k8s: the kustomize base and the CloudNativePG cluster, checked structurally.
 
 No kubectl or kustomize: the YAML is parsed and held against what kustomize and the kubelet
 require (documents with apiVersion/kind/metadata.name, resources in or below the

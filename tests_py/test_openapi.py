@@ -286,7 +286,7 @@ def test_passes_the_nl_api_design_rules_linter(doc, tmp_path):
 
 
 # --------------------------------------------------------------------------------------------
-# The feed (issue 6)
+# The feed
 
 
 def test_feed_operations(doc):

@@ -1,4 +1,4 @@
-"""`nmc soak` (issue 9): the checker fails on every kind of crafted violation, and a CI-sized
+"""`nmc soak`: the checker fails on every kind of crafted violation, and a CI-sized
 soak (400 notifications, faults, kills, a PostgreSQL restart) passes end to end in its own
 NMC_HOME and port (the shared cluster is never touched)."""
 

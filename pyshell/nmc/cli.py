@@ -104,7 +104,7 @@ def dev_pgtap(args: argparse.Namespace, settings: Settings) -> int:
     return pgtap.run(settings, args.files)
 
 
-# --- The DV API, onboarding and dev secrets (issue 3): `nmc api`, `nmc admin dv|token|keys` ---
+# --- The DV API, onboarding and dev secrets: `nmc api`, `nmc admin dv|token|keys` ---
 
 
 def api_serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -322,7 +322,7 @@ def _add_pipeline_commands(commands: argparse._SubParsersAction) -> None:
 # --- end of the send pipeline block ---
 
 
-# --- The demo (issue 8): `nmc demo` ---
+# --- The demo: `nmc demo` ---
 
 
 def demo_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -357,7 +357,7 @@ def _add_demo_command(commands: argparse._SubParsersAction) -> None:
 # --- end of the demo block ---
 
 
-# --- The chaos soak (issue 9): `nmc soak` ---
+# --- The chaos soak: `nmc soak` ---
 
 
 def soak_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -642,7 +642,7 @@ def _parser() -> argparse.ArgumentParser:
     advance.add_argument("duration", help="7d, 1h, 90m, 30s or any PostgreSQL interval")
     _command(clock_group, "show", clock_show, "print nmc.now()")
 
-    # --- The DV API, onboarding and dev secrets (issue 3) ---
+    # --- The DV API, onboarding and dev secrets ---
     api = _command(commands, "api", api_serve, "serve the DV API (uvicorn)")
     api.add_argument("--host", default="127.0.0.1")
     api.add_argument("--port", type=int, default=8080)
@@ -676,9 +676,9 @@ def _parser() -> argparse.ArgumentParser:
 
     _add_pipeline_commands(commands)  # the send pipeline (issues 4 and 5)
 
-    _add_demo_command(commands)  # the demo (issue 8)
+    _add_demo_command(commands)  # the demo
 
-    _add_soak_command(commands)  # the chaos soak (issue 9)
+    _add_soak_command(commands)  # the chaos soak
 
     _add_drill_command(commands)  # failover and restore drills on real replication
 

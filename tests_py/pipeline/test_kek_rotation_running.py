@@ -1,4 +1,4 @@
-"""KEK rotation while workers send (issue 7): `rotate` runs through the admin code path
+"""KEK rotation while workers send: `rotate` runs through the admin code path
 (nmc.admin_ops.rotate_kek, what `nmc admin kek rotate` calls) in small batches, the worker
 holds both KEKs, and every notification is still sent to its own address.
 

@@ -1,4 +1,4 @@
-"""Receipts, reconciliation, settlement and resend end to end (issue 5): the simulator's
+"""Receipts, reconciliation, settlement and resend end to end: the simulator's
 callbacks are stored through nmc.store_receipt, the worker judges them in SQL."""
 
 import httpx

@@ -1,4 +1,4 @@
-"""The worker's send tasks against the simulators and a real database (issue 4)."""
+"""The worker's send tasks against the simulators and a real database."""
 
 import asyncio
 from datetime import timedelta

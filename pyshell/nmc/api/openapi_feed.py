@@ -1,4 +1,4 @@
-"""The feed's part of the OpenAPI document (issue 6): changes, acknowledgement, snapshot, the
+"""The feed's part of the OpenAPI document: changes, acknowledgement, snapshot, the
 webhook resume, and the webhook the NMC calls (`webhooks`, OpenAPI 3.1).
 
 Not documented as paths: GET /.well-known/jwks.json and its twin under /api/nmc/v1. Their

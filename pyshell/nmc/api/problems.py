@@ -256,7 +256,7 @@ SQLSTATE_PROBLEMS: Mapping[str, DbErrorMapping] = {
         "ligt niet binnen de geldigheid die voor dit berichttype is toegestaan",
         violation_field="geldigTot",
     ),
-    # The feed (issue 6).
+    # The feed.
     "NM018": DbErrorMapping(
         "cursor-vervallen",
         "De cursor is vervallen; begin opnieuw bij het oudste beschikbare event of bij een "

@@ -1,4 +1,4 @@
-"""Operations endpoints (issue 7) and the published webhook keys (issue 6). No authentication.
+"""Operations endpoints and the published webhook keys. No authentication.
 
 GET /metrics         Prometheus text: one call of nmc.metrics() (on the replica when one is
                      set, nmc.api.replica) plus in-process HTTP latency
