@@ -292,8 +292,7 @@ def _add_pipeline_commands(commands: argparse._SubParsersAction) -> None:
     worker.add_argument(
         "--kinds",
         default="",
-        help="comma-separated task kinds (default: every kind but onderhoud, which runs in a "
-        "worker of its own; `all` includes it)",
+        help="comma-separated task kinds (default, or `all`: every kind, maintenance too)",
     )
     worker.add_argument("--batch", type=int, default=20, help="tasks per claim (20)")
     worker.add_argument(
@@ -505,8 +504,15 @@ def admin_kek_status(args: argparse.Namespace, settings: Settings) -> int:
     except CryptoConfigError:
         ring = None  # the counts alone still help
     rows = admin_ops.kek_status(settings, ring)
-    columns = ("kek_id", "sleutels", *(("in_ring", "actief") if ring else ()))
-    print(admin_ops.to_json(rows) if args.json else admin_ops.format_table(rows, columns))
+    if args.json:
+        print(admin_ops.to_json(rows))
+        return 0
+    columns = ("kek_id", "sleutels", "doel", "actief_gemeld_op",
+               *(("in_ring", "actief") if ring else ()))  # fmt: skip
+    print(admin_ops.format_table(rows, columns))
+    target, to_do = admin_ops.rewrap_to_do(rows)
+    if target is not None:
+        print(f"maintenance re-wraps to {target}: {to_do} live key(s) still under another KEK")
     return 0
 
 

@@ -383,7 +383,8 @@ SELECT nmc.force_transition(
 ) AS versie
 
 -- admin_kek_status --
-SELECT k.kek_id, k.sleutels FROM nmc.kek_status() AS k
+-- Live keys per KEK, the re-wrap target of maintenance and when it was first reported active.
+SELECT k.kek_id, k.sleutels, k.doel, k.actief_gemeld_op FROM nmc.kek_status_v2() AS k
 
 -- admin_list_rewrap --
 -- The next batch after the cursor `na` (NULL: the start); sleutel_gewrapt NULL: nothing to do.
@@ -406,6 +407,26 @@ SELECT nmc.drop_event_partities() AS verwijderd
 
 -- delete_expired --
 SELECT nmc.delete_expired(%(batch)s::integer) AS verwijderd
+
+-- ensure_onderhoud --
+-- One open task per maintenance job; registers the worker's active KEK (an id only).
+SELECT nmc.ensure_onderhoud(%(kek_actief)s::text) AS gepland
+
+-- run_onderhoud --
+SELECT nmc.run_onderhoud(%(taak_id)s::bigint, %(claim_epoch)s::integer) AS uitkomst
+
+-- list_herwrap --
+SELECT l.notificatie_id, l.kek_id, l.sleutel_gewrapt
+FROM nmc.list_herwrap(
+    %(taak_id)s::bigint, %(claim_epoch)s::integer, %(kek_actief)s::text, %(batch)s::integer
+) AS l
+
+-- finish_herwrap --
+SELECT nmc.finish_herwrap(
+    %(taak_id)s::bigint, %(claim_epoch)s::integer, %(ids)s::uuid[], %(oude_kek)s::text[],
+    %(sleutels)s::bytea[], %(naar_kek)s::text, %(na_kek)s::text, %(na_id)s::uuid
+) AS opgeslagen
+
 
 -- ------------------------------------------------------------------------------------
 -- The worker's operations listener (nmc.worker.ops_http, role nmc_worker).
