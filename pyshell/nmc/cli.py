@@ -360,6 +360,21 @@ def _add_demo_command(commands: argparse._SubParsersAction) -> None:
 
 
 def soak_command(args: argparse.Namespace, settings: Settings) -> int:
+    if args.year:
+        from nmc.soak.year import YearOptions
+        from nmc.soak.year import run as run_year
+
+        year = YearOptions(
+            days=args.days,
+            per_day=args.per_day,
+            term=args.term,
+            partition_width=args.partition_width,
+            probe=args.probe,
+            throughput_share=args.throughput_share,
+            seed=args.seed,
+            tty=sys.stdout.isatty() and not args.no_tty,
+        )
+        return run_year(settings, year)
     from nmc.soak.run import Options, run
 
     options = Options(
@@ -389,6 +404,27 @@ def _add_soak_command(commands: argparse._SubParsersAction) -> None:
     )
     soak.add_argument("--seed", type=int, help="seed of the workload and the chaos dice")
     soak.add_argument("--no-tty", action="store_true", help="a progress line every few seconds")
+    year = soak.add_argument_group(
+        "the year run (--year)",
+        "a simulated year of traffic in the shipped shape (the workers as docker-compose.yml "
+        "runs them, maintenance among their tasks), then the upkeep checked",
+    )
+    year.add_argument("--year", action="store_true", help="run the year instead of the chaos")
+    year.add_argument("--days", type=int, default=400, help="simulated days of traffic (400)")
+    year.add_argument("--per-day", type=int, default=100, help="notifications a day (100)")
+    year.add_argument(
+        "--term", default="1 year", help="the delivery-proof retention ('1 year', as shipped)"
+    )
+    year.add_argument(
+        "--partition-width", type=int, help="xids per event partition (default: from --per-day)"
+    )
+    year.add_argument(
+        "--probe", type=int, default=1000, help="notifications per throughput probe (1000)"
+    )
+    year.add_argument(
+        "--throughput-share", type=float, default=0.9,
+        help="the last month's throughput at least this share of the first's (0.9)",
+    )  # fmt: skip
 
 
 # --- end of the chaos soak block ---
