@@ -88,6 +88,13 @@ GRANT EXECUTE ON FUNCTION nmc.process_wissen(integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.delete_expired(integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.list_rewrap(text, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.store_rewrap(uuid[], text[], bytea[], text) TO nmc_worker;
+-- Maintenance as tasks (functions/onderhoud/onderhoud.sql): every worker runs it.
+GRANT EXECUTE ON FUNCTION nmc.ensure_onderhoud(text) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.run_onderhoud(bigint, integer) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.list_herwrap(bigint, integer, text, integer) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.finish_herwrap(
+    bigint, integer, uuid[], text[], bytea[], text, text, uuid
+) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.metrics() TO nmc_api, nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.ensure_terugkoppelen() TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.claim_terugkoppelen(text, integer) TO nmc_worker;

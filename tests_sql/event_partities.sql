@@ -1,6 +1,6 @@
 -- Partition maintenance: the next range at 80%, never into a filled default; the drop rule.
 BEGIN;
-SELECT plan(14);
+SELECT plan(15);
 \ir fixtures/setup.sql
 
 SELECT xid_tot::text::bigint AS eind FROM nmc.event_partitie \gset
@@ -58,6 +58,12 @@ VALUES (gen_random_uuid(), 1001, 1, NULL, 'aangenomen', nmc.now(), '30');
 SELECT is(
     nmc.drop_event_partities((:eind + 2500)::text::xid8), '{}'::text[],
     'a range with an event younger than the retention stays'
+);
+SELECT results_eq(
+    $$SELECT gesloten_op IS NOT NULL, jongste_tijdstip = nmc.now() FROM nmc.event_partitie
+      WHERE naam = 'event_x000000000000'$$,
+    $$VALUES (true, true)$$,
+    'a closed range''s youngest event is read once and kept in the register'
 );
 -- DV 1001 has a webhook whose delivery position points into the first range.
 UPDATE nmc.dienstverlener SET webhook_url = 'https://dv.example/hook' WHERE dv_id = 1001;

@@ -79,6 +79,10 @@ SELECT set_eq(
         ('nmc.delete_expired(integer)'),
         ('nmc.list_rewrap(text,integer)'),
         ('nmc.store_rewrap(uuid[],text[],bytea[],text)'),
+        ('nmc.ensure_onderhoud(text)'),
+        ('nmc.run_onderhoud(bigint,integer)'),
+        ('nmc.list_herwrap(bigint,integer,text,integer)'),
+        ('nmc.finish_herwrap(bigint,integer,uuid[],text[],bytea[],text,text,uuid)'),
         ('nmc.ensure_terugkoppelen()'),
         ('nmc.claim_terugkoppelen(text,integer)'),
         ('nmc.finish_terugkoppelen(bigint,integer,text,xid8,bigint)'),
@@ -162,7 +166,9 @@ SELECT set_eq(
              ('console_onderhoud'), ('console_event_partities'), ('console_onderhoud_taken'),
              ('console_beheeracties'), ('console_reopen_taak'), ('console_force_transition'),
              ('resume_webhook_beheer'), ('ensure_beheerrapporten'), ('begin_beheerrapport'),
-             ('finish_beheerrapport'), ('claim_terugkoppelen_v2'), ('record_webhookvalidatie')$$,
+             ('finish_beheerrapport'), ('claim_terugkoppelen_v2'), ('record_webhookvalidatie'),
+             ('ensure_onderhoud'), ('run_onderhoud'), ('list_herwrap'), ('finish_herwrap'),
+             ('set_event_partitie_breedte')$$,
     'exactly the API functions run as SECURITY DEFINER'
 );
 SELECT ok(

@@ -76,22 +76,32 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_nu CONSTANT timestamptz := nmc.now();
+    -- Every transaction with an xid below this one has ended: a range that ends at or below
+    -- it is closed, no event can be added to it any more.
+    v_gesloten CONSTANT xid8 := coalesce(
+        p_xid, pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())
+    );
     v_partitie nmc.event_partitie;
-    v_jongste timestamptz;
     v_weg text [] := '{}';
 BEGIN
     FOR v_partitie IN
         SELECT * FROM nmc.event_partitie AS p
         WHERE p.verwijderd_op IS NULL
             -- never the range the current xids are written to, nor anything above it
-            AND p.xid_tot <= coalesce(p_xid, pg_catalog.pg_current_xact_id())
+            AND p.xid_tot <= v_gesloten
         ORDER BY p.xid_van
     LOOP
-        EXECUTE pg_catalog.format('SELECT max(tijdstip) FROM nmc.%I', v_partitie.naam)
-        INTO v_jongste;
+        -- The youngest event of a closed range cannot change: it is read once and kept.
+        IF v_partitie.gesloten_op IS NULL THEN
+            EXECUTE pg_catalog.format('SELECT max(tijdstip) FROM nmc.%I', v_partitie.naam)
+            INTO v_partitie.jongste_tijdstip;
+            UPDATE nmc.event_partitie AS p
+            SET gesloten_op = v_nu, jongste_tijdstip = v_partitie.jongste_tijdstip
+            WHERE p.naam = v_partitie.naam;
+        END IF;
         -- Only ranges whose youngest event passed the delivery-proof retention ...
-        EXIT WHEN v_jongste IS NOT NULL AND v_jongste >= v_nu
-            - (SELECT i.bewijs_bewaartermijn FROM nmc.instellingen AS i);
+        EXIT WHEN v_partitie.jongste_tijdstip IS NOT NULL AND v_partitie.jongste_tijdstip
+            >= v_nu - (SELECT i.bewijs_bewaartermijn FROM nmc.instellingen AS i);
         -- ... and that no live cursor (acknowledgement or webhook position younger than
         -- its DV's max cursor age) still needs: a cursor below the range's end reads it.
         -- A webhook position's age is that of its last delivery (geleverd_op), not of its
@@ -114,12 +124,58 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION nmc.drop_event_partities(xid8) IS
-'Drops, oldest first, the event partitions whose youngest event is older than the '
-'delivery-proof retention and into which no acknowledgement (bevestigd_op) or webhook '
-'position (geleverd_op: its last delivery, not its last attempt) younger than its DV''s '
-'max cursor age points; stops at the first that must stay. The register '
-'keeps the dropped range so older cursors get 410. Returns the dropped names. p_xid (the '
-'current xid) is given only by tests.';
+'Drops, oldest first, the closed event partitions (every transaction with an xid in the '
+'range ended) whose youngest event is older than the delivery-proof retention and into '
+'which no acknowledgement (bevestigd_op) or webhook position (geleverd_op: its last '
+'delivery, not its last attempt) younger than its DV''s max cursor age points; stops at the '
+'first that must stay. The youngest event of a closed range is read once and kept in the '
+'register (gesloten_op, jongste_tijdstip). The register keeps the dropped range so older '
+'cursors get 410. Returns the dropped names. p_xid (the xid below which every transaction '
+'ended) is given only by tests.';
+
+CREATE OR REPLACE FUNCTION nmc.set_event_partitie_breedte(p_breedte bigint)
+RETURNS text
+LANGUAGE plpgsql
+-- The range it cuts again belongs to nmc_owner, like every table (maintenance, running as
+-- that owner, reads and drops it), whoever calls it.
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_enige nmc.event_partitie;
+    v_tot bigint;
+BEGIN
+    UPDATE nmc.instellingen AS i SET event_partitie_breedte = p_breedte;
+    -- A log that is still empty has one range, as wide as the first migration made it: it
+    -- is cut again to the new width, so the first range follows the setting too.
+    IF (SELECT pg_catalog.count(*) FROM nmc.event_partitie AS p WHERE p.verwijderd_op IS NULL)
+        <> 1 OR EXISTS (SELECT 1 FROM nmc.event) THEN
+        RETURN NULL;
+    END IF;
+    SELECT * INTO v_enige FROM nmc.event_partitie AS p WHERE p.verwijderd_op IS NULL;
+    v_tot := greatest(
+        pg_catalog.pg_current_xact_id()::text::bigint, v_enige.xid_van::text::bigint
+    ) + p_breedte;
+    EXECUTE pg_catalog.format('DROP TABLE nmc.%I', v_enige.naam);
+    EXECUTE pg_catalog.format(
+        'CREATE TABLE nmc.%I PARTITION OF nmc.event FOR VALUES FROM (%L) TO (%L)',
+        v_enige.naam, v_enige.xid_van::text, v_tot::text
+    );
+    EXECUTE pg_catalog.format(
+        'COMMENT ON TABLE nmc.%I IS %L', v_enige.naam,
+        'Events written by transactions with xid in [' || v_enige.xid_van || ', ' || v_tot || ').'
+    );
+    PERFORM nmc.protect_event_partitie(pg_catalog.format('nmc.%I', v_enige.naam)::regclass);
+    UPDATE nmc.event_partitie AS p SET xid_tot = v_tot::text::xid8 WHERE p.naam = v_enige.naam;
+    RETURN v_enige.naam;
+END
+$$;
+COMMENT ON FUNCTION nmc.set_event_partitie_breedte(bigint) IS
+'Sets the width in xids of the event partitions maintenance creates from now on '
+'(settings.event_partitie_breedte; at least 1000). While the event log is still empty (a '
+'fresh install) its one range is cut again to end that width above the current xid, so '
+'the first range follows the setting too. Returns the name of that range when it was cut, '
+'else NULL. Admin (no role is granted it; nmc_owner''s members call it).';
 
 CREATE OR REPLACE FUNCTION nmc.raise_epoch()
 RETURNS integer

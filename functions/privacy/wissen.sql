@@ -33,12 +33,21 @@ BEGIN
     ),
 
     -- A notification that left its terminal status (a late receipt) gets a new wissen
-    -- task at its next terminal status; this one just closes.
+    -- task at its next terminal status; this one just closes. One still within its erase
+    -- term keeps its task open: the claim reads the clock on its own, and a clock moved
+    -- while this round ran (tests, the demo, a soak) made it due a moment early; closed,
+    -- the key would never go.
     klaar AS (
         UPDATE nmc.taak AS t
         SET staat = 'done', afgerond_op = v_nu, lease_eigenaar = NULL, lease_tot = NULL
         FROM taak
         WHERE t.id = taak.id
+            AND NOT EXISTS (
+                SELECT 1 FROM nmc.notificatie AS n
+                WHERE n.id = taak.notificatie_id
+                    AND n.terminaal_op IS NOT NULL AND n.gewist_op IS NULL
+                    AND n.terminaal_op + v_termijn > v_nu
+            )
         RETURNING t.id
     )
 
@@ -50,8 +59,8 @@ COMMENT ON FUNCTION nmc.process_wissen(integer) IS
 'Runs up to p_batch due wissen tasks: for a notification terminal for at least the erase '
 'term, destroys the wrapped data key and drops the ciphertext (recipient and '
 'personalisation are then gone for good) and an unkeyed payload hash (payload pepper '
-'version 0); a notification that is no longer terminal is left alone. Returns how many '
-'were erased.';
+'version 0); a notification that is no longer terminal is left alone (its task closes), '
+'one still within the term keeps its task open. Returns how many were erased.';
 
 CREATE OR REPLACE FUNCTION nmc.kek_status()
 RETURNS TABLE (kek_id text, sleutels bigint)

@@ -106,15 +106,27 @@ def force_notificatie(
 
 
 def kek_status(settings: Settings, ring: KekRing | None) -> list[dict]:
-    """Live data keys per KEK, and (with the ring at hand) whether it is in the ring/active."""
+    """Live data keys per KEK, whether maintenance re-wraps to it (`doel`: the newest KEK a
+    worker reported active) and since when, and (with the ring at hand) whether it is in the
+    ring/active. Every key not under the target is what the rotation still has to do."""
     rows = _rows(settings, "admin_kek_status")
     if ring is not None:
         counted = {row["kek_id"] for row in rows}
-        rows += [{"kek_id": k, "sleutels": 0} for k in sorted(ring.keys) if k not in counted]
+        rows += [
+            {"kek_id": k, "sleutels": 0, "doel": False, "actief_gemeld_op": None}
+            for k in sorted(ring.keys)
+            if k not in counted
+        ]
         for row in rows:
             row["in_ring"] = row["kek_id"] in ring.keys
             row["actief"] = row["kek_id"] == ring.active_id
     return rows
+
+
+def rewrap_to_do(rows: Sequence[dict]) -> tuple[str | None, int]:
+    """From `kek_status` rows: the re-wrap target and how many live keys are not under it."""
+    target = next((row["kek_id"] for row in rows if row.get("doel")), None)
+    return target, sum(row["sleutels"] for row in rows if row["kek_id"] != target)
 
 
 def rotate_kek(

@@ -292,8 +292,7 @@ def _add_pipeline_commands(commands: argparse._SubParsersAction) -> None:
     worker.add_argument(
         "--kinds",
         default="",
-        help="comma-separated task kinds (default: every kind but onderhoud, which runs in a "
-        "worker of its own; `all` includes it)",
+        help="comma-separated task kinds (default, or `all`: every kind, maintenance too)",
     )
     worker.add_argument("--batch", type=int, default=20, help="tasks per claim (20)")
     worker.add_argument(
@@ -361,6 +360,21 @@ def _add_demo_command(commands: argparse._SubParsersAction) -> None:
 
 
 def soak_command(args: argparse.Namespace, settings: Settings) -> int:
+    if args.year:
+        from nmc.soak.year import YearOptions
+        from nmc.soak.year import run as run_year
+
+        year = YearOptions(
+            days=args.days,
+            per_day=args.per_day,
+            term=args.term,
+            partition_width=args.partition_width,
+            probe=args.probe,
+            throughput_share=args.throughput_share,
+            seed=args.seed,
+            tty=sys.stdout.isatty() and not args.no_tty,
+        )
+        return run_year(settings, year)
     from nmc.soak.run import Options, run
 
     options = Options(
@@ -390,6 +404,27 @@ def _add_soak_command(commands: argparse._SubParsersAction) -> None:
     )
     soak.add_argument("--seed", type=int, help="seed of the workload and the chaos dice")
     soak.add_argument("--no-tty", action="store_true", help="a progress line every few seconds")
+    year = soak.add_argument_group(
+        "the year run (--year)",
+        "a simulated year of traffic in the shipped shape (the workers as docker-compose.yml "
+        "runs them, maintenance among their tasks), then the upkeep checked",
+    )
+    year.add_argument("--year", action="store_true", help="run the year instead of the chaos")
+    year.add_argument("--days", type=int, default=400, help="simulated days of traffic (400)")
+    year.add_argument("--per-day", type=int, default=100, help="notifications a day (100)")
+    year.add_argument(
+        "--term", default="1 year", help="the delivery-proof retention ('1 year', as shipped)"
+    )
+    year.add_argument(
+        "--partition-width", type=int, help="xids per event partition (default: from --per-day)"
+    )
+    year.add_argument(
+        "--probe", type=int, default=1000, help="notifications per throughput probe (1000)"
+    )
+    year.add_argument(
+        "--throughput-share", type=float, default=0.9,
+        help="the last month's throughput at least this share of the first's (0.9)",
+    )  # fmt: skip
 
 
 # --- end of the chaos soak block ---
@@ -505,8 +540,15 @@ def admin_kek_status(args: argparse.Namespace, settings: Settings) -> int:
     except CryptoConfigError:
         ring = None  # the counts alone still help
     rows = admin_ops.kek_status(settings, ring)
-    columns = ("kek_id", "sleutels", *(("in_ring", "actief") if ring else ()))
-    print(admin_ops.to_json(rows) if args.json else admin_ops.format_table(rows, columns))
+    if args.json:
+        print(admin_ops.to_json(rows))
+        return 0
+    columns = ("kek_id", "sleutels", "doel", "actief_gemeld_op",
+               *(("in_ring", "actief") if ring else ()))  # fmt: skip
+    print(admin_ops.format_table(rows, columns))
+    target, to_do = admin_ops.rewrap_to_do(rows)
+    if target is not None:
+        print(f"maintenance re-wraps to {target}: {to_do} live key(s) still under another KEK")
     return 0
 
 

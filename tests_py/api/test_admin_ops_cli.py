@@ -118,10 +118,13 @@ def test_kek_status_and_rotate(nmc, admin_env, client, conn, monkeypatch):
     monkeypatch.setenv("NMC_KEK_FILE", str(ring_file))
 
     status = json.loads(nmc("admin", "kek", "status", "--json").out)
+    # No worker has reported an active KEK yet: no re-wrap target.
     assert status == [
-        {"kek_id": "kek-test-1", "sleutels": 5, "in_ring": True, "actief": True},
-        {"kek_id": "kek-test-2", "sleutels": 0, "in_ring": True, "actief": False},
-    ]
+        {"kek_id": "kek-test-1", "sleutels": 5, "doel": False, "actief_gemeld_op": None,
+         "in_ring": True, "actief": True},
+        {"kek_id": "kek-test-2", "sleutels": 0, "doel": False, "actief_gemeld_op": None,
+         "in_ring": True, "actief": False},
+    ]  # fmt: skip
     unknown = nmc("admin", "kek", "rotate", "--to", "kek-onbekend")
     assert unknown.exit_code == 1 and "not in the KEK ring" in unknown.err
 

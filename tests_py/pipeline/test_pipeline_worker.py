@@ -306,12 +306,3 @@ async def test_wissen_erases_the_key_after_the_term_and_keeps_the_proof(worker, 
         [notificatie_id],
     ).fetchone()
     assert (sleutel, bytes(ontvanger), status) == (None, b"", "geannuleerd")
-
-
-async def test_onderhoud_runs_the_maintenance_round(worker, conn):
-    from nmc.worker import onderhoud  # not among the default kinds: it gets its own worker
-
-    assert await onderhoud.process(worker.ctx, 100) == 0, "nothing has passed the retention"
-    conn.execute("SELECT nmc.advance_clock('400 days')")
-    done = conn.execute("SELECT count(*) FROM nmc.taak WHERE staat = 'done'").fetchone()[0]
-    assert await onderhoud.process(worker.ctx, 100) == min(done, 100)

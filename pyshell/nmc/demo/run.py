@@ -71,11 +71,7 @@ def run(settings: Settings, options: Options, out: TextIO = sys.stdout) -> int:
         raise NmcError(f"--count must be at least {scenario.MIN_COUNT} (one per scenario)")
     if options.workers < 1:
         raise NmcError("--workers must be at least 1")
-    stack = LocalStack(
-        settings,
-        workers=options.workers,
-        notify_templates=admin.notify_templates(scenario.dv_document()),
-    )
+    stack = demo_stack(settings, options)
     display = Display(out, tty=options.tty)
     try:
         return asyncio.run(_demo(stack, options, display))
@@ -85,6 +81,16 @@ def run(settings: Settings, options: Options, out: TextIO = sys.stdout) -> int:
     finally:
         display.close()
         _stop(stack, display)
+
+
+def demo_stack(settings: Settings, options: Options) -> LocalStack:
+    """The demo's local NMC: workers with the default kinds (maintenance included), as every
+    shipped deployment runs them."""
+    return LocalStack(
+        settings,
+        workers=options.workers,
+        notify_templates=admin.notify_templates(scenario.dv_document()),
+    )
 
 
 async def _demo(stack: LocalStack, options: Options, display: Display) -> int:

@@ -2,7 +2,8 @@
 
 POST /ldv/v1/records (one record, or a list) -> 201; GET /ldv/v1/records -> every record
 with the time it was received (`_ontvangen`). /_sim/outage `{"status": 503}` makes writes
-fail; `{}` ends it. /_sim/reset empties the store.
+fail; `{}` ends it. /_sim/reset empties the store; /_sim/forget too, keeping an outage (a
+long run drops what it does not read).
 """
 
 import time
@@ -25,6 +26,7 @@ class LdvSim:
                 Route(RECORDS_PATH, self._records, methods=["GET", "POST"]),
                 Route("/_sim/outage", self._outage, methods=["POST"]),
                 Route("/_sim/reset", self._reset, methods=["POST"]),
+                Route("/_sim/forget", self._forget, methods=["POST"]),
             ]
         )
 
@@ -51,4 +53,8 @@ class LdvSim:
     async def _reset(self, request: Request) -> Response:
         self.records = []
         self.outage = {}
+        return Response(status_code=204)
+
+    async def _forget(self, request: Request) -> Response:
+        self.records = []
         return Response(status_code=204)

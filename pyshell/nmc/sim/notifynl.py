@@ -23,7 +23,8 @@ retry: only reconciliation learns the outcome); anything else is delivered.
 Test hooks under /_sim/: `faults` (POST/GET/DELETE: error_rate per status code, latency_ms,
 timeout_rate, accept_timeout_rate, duplicate_rate, reorder, lose_rate), `config` (callback
 URL and token, retention, delays), `clock` (moves the clock that retention and timestamps
-read; the token check keeps the real clock), `sent`, `requests`, `callbacks`, `reset`.
+read; the token check keeps the real clock), `sent`, `requests`, `callbacks`, `reset`, `forget` (the
+request and callback logs and the notifications past retention: for long runs).
 """
 
 import asyncio
@@ -209,6 +210,7 @@ class NotifySim:
             Route("/_sim/requests", self._requests, methods=["GET"]),
             Route("/_sim/callbacks", self._callbacks, methods=["GET"]),
             Route("/_sim/reset", self._reset, methods=["POST"]),
+            Route("/_sim/forget", self._forget, methods=["POST"]),
         ]
 
     @contextlib.asynccontextmanager
@@ -603,11 +605,29 @@ class NotifySim:
 
     async def _callbacks(self, request: Request) -> Response:
         pending = sum(1 for task in self._tasks if not task.done()) + len(self._timers)
+        if request.query_params.get("summary"):  # a long run polls this: no list
+            return JSONResponse({"pending_tasks": pending, "callbacks": len(self.callbacks)})
         return JSONResponse({"pending_tasks": pending, "callbacks": self.callbacks})
 
     async def _reset(self, request: Request) -> Response:
         self.reset()
         return Response(status_code=204)
+
+    async def _forget(self, request: Request) -> Response:
+        """Drop the history a long run does not read again: the request and callback logs,
+        and the notifications past the retention (a look-up no longer finds them anyway), so
+        the simulator's work per call does not grow with the run."""
+        self.requests = []
+        self.callbacks = []
+        gone = [i for i, n in self.notifications.items() if not self._visible(n)]
+        for notification_id in gone:
+            notification = self.notifications.pop(notification_id)
+            ids = self.ids_by_reference.get(notification["reference"], [])
+            if notification_id in ids:
+                ids.remove(notification_id)
+            if not ids:
+                self.ids_by_reference.pop(notification["reference"], None)
+        return JSONResponse({"forgotten": len(gone), "kept": len(self.notifications)})
 
 
 class _App:

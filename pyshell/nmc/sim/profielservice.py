@@ -81,6 +81,7 @@ class ProfielSim:
                 Route("/_sim/ongeldig", self._reports, methods=["GET"]),
                 Route("/_sim/requests", self._requests, methods=["GET"]),
                 Route("/_sim/reset", self._reset, methods=["POST"]),
+                Route("/_sim/forget", self._forget, methods=["POST"]),
             ]
         )
 
@@ -189,6 +190,11 @@ class ProfielSim:
 
     async def _requests(self, request: Request) -> Response:
         return JSONResponse(self.requests)
+
+    async def _forget(self, request: Request) -> Response:
+        """Drop the request log (a long run does not read it); parties and reports stay."""
+        self.requests = []
+        return Response(status_code=204)
 
     async def _reset(self, request: Request) -> Response:
         self.reset()

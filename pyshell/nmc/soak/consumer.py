@@ -57,6 +57,8 @@ class FeedConsumer:
         self.restarts = 0  # 410 -> snapshot
         self.errors: Counter[str] = Counter()
         self._stop = threading.Event()
+        self._pause = threading.Event()  # set: the loop stops polling (a DV that went quiet)
+        self._resting = threading.Event()  # set by the loop once it no longer polls
         self._thread = threading.Thread(target=self._run, name=f"soak-feed-{oin}", daemon=True)
 
     def start(self) -> None:
@@ -66,6 +68,15 @@ class FeedConsumer:
         self._stop.set()
         self._thread.join(timeout=60)
         self.http.close()
+
+    def pause(self, timeout: float = 60.0) -> None:
+        """Stop polling (the poll under way ends first); resume() goes on from the cursor."""
+        self._pause.set()
+        self._resting.wait(timeout)
+
+    def resume(self) -> None:
+        self._resting.clear()
+        self._pause.clear()
 
     def held(self) -> dict[str, Held]:
         with self._lock:
@@ -85,6 +96,10 @@ class FeedConsumer:
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            if self._pause.is_set():
+                self._resting.set()
+                self._stop.wait(IDLE_S)
+                continue
             try:
                 result = self.reader.poll()
             except (NmcUnavailable, ServerError, TooManyRequests) as error:

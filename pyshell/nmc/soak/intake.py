@@ -29,7 +29,7 @@ from nmc.client import (
     TooManyRequests,
 )
 from nmc.soak.httpcount import HttpCounts, counting_client
-from nmc.soak.workload import DVS, Notificatie, set_short_validity
+from nmc.soak.workload import DVS, Dv, Notificatie, set_short_validity
 
 API_BASE = "/api/nmc/v1"
 # Generous for the restart: ~10 attempts with backoff up to 4 s ride out a restart of
@@ -47,6 +47,7 @@ class Intake:
         token_for: Callable[[str], str],
         counts: HttpCounts,
         clock: Callable[[], datetime],
+        dvs: tuple[Dv, ...] = DVS,
     ) -> None:
         self.clock = clock  # the NMC's clock (nmc.now()), for a geldigTot set at submission
         self.http = counting_client(counts, "intake", CLIENT_TIMEOUT_S)
@@ -54,7 +55,7 @@ class Intake:
             dv.oin: NmcClient(
                 api_url + API_BASE, lambda oin=dv.oin: token_for(oin), http=self.http, retry=RETRY
             )
-            for dv in DVS
+            for dv in dvs
         }
         self._lock = threading.Lock()
         self.ids_by_dvref: dict[str, set[str]] = defaultdict(set)

@@ -169,28 +169,28 @@ def new_marker() -> str:
     return "zq" + secrets.token_hex(4)
 
 
-def shares(count: int) -> dict[Scenario, int]:
+def shares(count: int, dvs: tuple[Dv, ...] = DVS) -> dict[Scenario, int]:
     """`count` split over the scenarios by weight, at least one each per DV."""
-    if count < MIN_COUNT:
-        raise ValueError(f"--count must be at least {MIN_COUNT}")
+    if count < len(SCENARIOS) * len(dvs):
+        raise ValueError(f"--count must be at least {len(SCENARIOS) * len(dvs)}")
     total = sum(s.weight for s in SCENARIOS)
-    split = {s: max(len(DVS), round(count * s.weight / total)) for s in SCENARIOS}
+    split = {s: max(len(dvs), round(count * s.weight / total)) for s in SCENARIOS}
     largest = max(SCENARIOS, key=lambda s: s.weight)
     split[largest] += count - sum(split.values())
     return split
 
 
-def build(count: int, *, marker: str, seed: int = 9) -> Workload:
+def build(count: int, *, marker: str, seed: int = 9, dvs: tuple[Dv, ...] = DVS) -> Workload:
     dice = random.Random(seed)  # noqa: S311 - test data, not secrets
     numbers = _identification_numbers(dice)
     personal = PersonalData(marker)
     notificaties: list[Notificatie] = []
     parties: list[dict[str, Any]] = []
     serial = 0
-    for scenario, amount in shares(count).items():
+    for scenario, amount in shares(count, dvs).items():
         for i in range(amount):
             serial += 1
-            dv = DVS[i % len(DVS)]
+            dv = dvs[i % len(dvs)]
             address = f"{scenario.local_part}+{marker}n{serial:05d}@{DOMAIN}"
             body: dict[str, Any] = {
                 "dvRef": f"soak-{marker}-{serial:05d}",

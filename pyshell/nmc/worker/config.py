@@ -60,9 +60,9 @@ KINDS = (
     "onderhoud",
     "beheerrapport",
 )
-# Maintenance scans partitions: run it in a worker of its own with a long poll interval
-# (`nmc worker --kinds onderhoud --poll-interval 300`), not in every worker's round.
-DEFAULT_KINDS = tuple(kind for kind in KINDS if kind != "onderhoud")
+# Every kind, maintenance too: it is planned as tasks (one per job, re-planned by its own
+# run), so every worker takes its turn and no deployment needs a worker of its own for it.
+DEFAULT_KINDS = KINDS
 KIND_ALIASES = {"reconcilieren": "reconciliëren", "navraag": "reconciliëren"}
 DEFAULT_NOTIFYNL_URL = "https://api.notifynl.nl"
 
@@ -141,8 +141,7 @@ class WorkerConfig:
 
 
 def parse_kinds(text: str) -> tuple[str, ...]:
-    """`verzenden,receipt` -> the task kinds, checked; '' -> every kind but onderhoud;
-    `all` -> every kind."""
+    """`verzenden,receipt` -> the task kinds, checked; '' or `all` -> every kind."""
     if text.strip() == "":
         return DEFAULT_KINDS
     if text.strip() == "all":

@@ -3,9 +3,10 @@
 Per kind one loop runs in this process. Kinds with an external call (verzenden,
 reconciliëren, ongeldig-melden, terugkoppelen) claim a batch (its own committed transaction)
 and work the claimed tasks concurrently, at most `concurrency` at a time, claiming again once
-half a batch of slots is free. SQL-only kinds (receipt, vaststellen, controle) make one call
-per round. An idle loop sleeps `poll_interval` (polling is the truth; no LISTEN/NOTIFY, no
-session advisory locks, so PgBouncer in transaction mode works).
+half a batch of slots is free. SQL-only kinds (receipt, vaststellen, controle, wissen,
+onderhoud) make one call per round (onderhoud: one per maintenance job that is due). An idle
+loop sleeps `poll_interval` (polling is the truth; no LISTEN/NOTIFY, no session advisory
+locks, so PgBouncer in transaction mode works).
 
 SIGTERM/SIGINT: stop claiming, finish what is held (bounded by the lease), exit 0.
 """
@@ -78,7 +79,9 @@ def kinds() -> dict[str, Kind]:
         terugkoppelen.SOORT: Kind(terugkoppelen.SOORT, claim=webhook.claim, handle=webhook.handle),
         wissen.SOORT: Kind(wissen.SOORT, process=wissen.process),
         beheerrapport.SOORT: Kind(beheerrapport.SOORT, claim=rapport.claim, handle=rapport.handle),
-        onderhoud.SOORT: Kind(onderhoud.SOORT, process=onderhoud.process),
+        onderhoud.SOORT: Kind(
+            onderhoud.SOORT, process=onderhoud.Onderhoud().process, batch=len(onderhoud.JOBS)
+        ),
     }
 
 

@@ -1,16 +1,101 @@
-"""Maintenance (`onderhoud`): the next event partition before the current one is full,
-dropping partitions the retention and the live cursors allow, and one small retention
-batch. All rules are in SQL (functions/onderhoud, functions/privacy/retentie.sql); each
-round is a few short transactions."""
+"""Maintenance (`onderhoud`): one task per job of nmc.onderhoudswerk, claimed like any other
+and re-planned by its own run (as the watchdog is), so every worker with the default kinds
+runs it and no deployment needs a worker of its own for it.
 
-from nmc.worker.context import Context
+* `partities`, `retentie`: one call of nmc.run_onderhoud each (the next event partition at
+  80%, the drop rule; one small batch of the retention), all rules in SQL.
+* `herwrappen`: KEK rotation. nmc.list_herwrap hands over a batch of live data keys under an
+  older KEK, but only to a worker whose ring has the re-wrap target active (the newest KEK a
+  worker reported active, nmc.kek); they are re-wrapped here, in memory, and stored with
+  nmc.finish_herwrap. The data ciphertexts are not touched.
+
+nmc.ensure_onderhoud keeps one open task per job and registers this worker's active KEK: at
+the first round and then once a minute. Each run is its own short transaction (two for a
+re-wrap: list, then store)."""
+
+import logging
+import time
+
+from nmc import crypto
+from nmc.worker.context import Context, settle
+from nmc.worker.logs import event
 
 SOORT = "onderhoud"
+ENSURE_EVERY_S = 60.0
+JOBS = ("partities", "retentie", "herwrappen")
+HERWRAP_BATCH = 500
 
 
-async def process(ctx: Context, batch: int) -> int:
-    """How many rows the retention batch removed (a full batch means: call again)."""
-    await ctx.db.value("maintain_event_partities")
-    await ctx.db.value("drop_event_partities")
-    removed = await ctx.db.value("delete_expired", batch=batch)
-    return sum(int(removed.get(naam, 0)) for naam in ("notificaties", "taken", "beheeracties"))
+class Onderhoud:
+    def __init__(self) -> None:
+        self._ensured_at = float("-inf")
+
+    async def process(self, ctx: Context, batch: int) -> int:
+        """Run the maintenance jobs that are due; returns how many ran."""
+        now = time.monotonic()
+        if now - self._ensured_at >= ENSURE_EVERY_S:
+            gepland = await ctx.db.value("ensure_onderhoud", kek_actief=ctx.ring.active_id)
+            self._ensured_at = now
+            if gepland:
+                event(logging.INFO, "onderhoud-gepland", aantal=gepland)
+        claimed = await ctx.db.rows("claim_taken", soort=SOORT, eigenaar=ctx.eigenaar, batch=batch)
+        for taak in claimed:
+            await settle(ctx, SOORT, taak.taak_id, taak.claim_epoch, _run(ctx, taak))
+        return len(claimed)
+
+
+async def _run(ctx: Context, taak) -> str:
+    werk = (taak.payload or {}).get("werk")
+    if werk == "herwrappen":
+        return await _herwrap(ctx, taak)
+    uitkomst = await ctx.db.value(
+        "run_onderhoud", taak_id=taak.taak_id, claim_epoch=taak.claim_epoch
+    )
+    gedaan = {k: v for k, v in uitkomst.items() if k not in ("werk", "meer") and v}
+    if gedaan:  # only runs that changed something: names and counts, nothing personal
+        event(logging.INFO, "onderhoud", werk=werk, **gedaan)
+    return str(werk)
+
+
+async def _herwrap(ctx: Context, taak) -> str:
+    listed = await ctx.db.rows(
+        "list_herwrap",
+        taak_id=taak.taak_id,
+        claim_epoch=taak.claim_epoch,
+        kek_actief=ctx.ring.active_id,
+        batch=HERWRAP_BATCH,
+    )
+    ids, old_keks, keys = [], [], []
+    niet_te_openen = 0
+    for row in listed:
+        try:
+            new_key, _ = crypto.rewrap(bytes(row.sleutel_gewrapt), row.notificatie_id, row.kek_id,
+                                       ring=ctx.ring)  # fmt: skip
+        except (crypto.DecryptionError, crypto.UnknownKekError):
+            niet_te_openen += 1  # stays under its KEK; the next sweep tries again
+            continue
+        ids.append(row.notificatie_id)
+        old_keks.append(row.kek_id)
+        keys.append(new_key)
+    full = len(listed) >= HERWRAP_BATCH
+    opgeslagen = await ctx.db.value(
+        "finish_herwrap",
+        taak_id=taak.taak_id,
+        claim_epoch=taak.claim_epoch,
+        ids=ids,
+        oude_kek=old_keks,
+        sleutels=keys,
+        naar_kek=ctx.ring.active_id,
+        na_kek=listed[-1].kek_id if full else None,
+        na_id=listed[-1].notificatie_id if full else None,
+    )
+    if listed:
+        event(
+            logging.WARNING if niet_te_openen else logging.INFO,
+            "onderhoud",
+            werk="herwrappen",
+            herwrapt=opgeslagen,
+            niet_te_openen=niet_te_openen,
+            naar_kek=ctx.ring.active_id,
+        )
+    return "herwrappen"

@@ -1,0 +1,261 @@
+-- Maintenance as tasks (SPEC §5, §9): one open onderhoud task per job of nmc.onderhoudswerk,
+-- claimed like any other task by every worker with the default kinds, and re-planned by its
+-- own run, as the watchdog is. Each run is one short transaction over a small batch.
+
+CREATE OR REPLACE FUNCTION nmc.ensure_onderhoud(p_kek_actief text)
+RETURNS integer
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_nu CONSTANT timestamptz := nmc.now();
+    v_gepland integer;
+BEGIN
+    -- The worker's active KEK: the first report of a KEK makes it the re-wrap target.
+    IF p_kek_actief IS NOT NULL THEN
+        INSERT INTO nmc.kek (kek_id, actief_gemeld_op) VALUES (p_kek_actief, v_nu)
+        ON CONFLICT (kek_id) DO NOTHING;
+    END IF;
+    -- A job whose task is mislukt waits for an operator (nmc.reopen_taak), as every
+    -- exhausted task does: no second task beside it.
+    INSERT INTO nmc.taak (soort, due, payload, aangemaakt_op)
+    SELECT 'onderhoud', v_nu, pg_catalog.jsonb_build_object('werk', w.werk), v_nu
+    FROM nmc.onderhoudswerk AS w
+    WHERE NOT EXISTS (
+        SELECT 1 FROM nmc.taak AS t
+        WHERE t.soort = 'onderhoud' AND t.staat = 'mislukt' AND t.payload ->> 'werk' = w.werk
+    )
+    ON CONFLICT ((payload ->> 'werk')) WHERE staat IN ('open', 'claimed') AND soort = 'onderhoud'
+    DO NOTHING;
+    GET DIAGNOSTICS v_gepland = ROW_COUNT;
+    RETURN v_gepland;
+END
+$$;
+COMMENT ON FUNCTION nmc.ensure_onderhoud(text) IS
+'Makes sure every maintenance job (nmc.onderhoudswerk) has its one open task, except a job '
+'whose task is mislukt (it waits for an operator), and registers p_kek_actief, the active '
+'KEK of the calling worker''s ring (an id, never key material), in nmc.kek. Workers call it '
+'at their first round and then once a minute; idempotent. Returns how many tasks it planned.';
+
+CREATE OR REPLACE FUNCTION nmc.herwrap_doel()
+RETURNS text
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT k.kek_id FROM nmc.kek AS k ORDER BY k.actief_gemeld_op DESC, k.kek_id DESC LIMIT 1
+$$;
+COMMENT ON FUNCTION nmc.herwrap_doel() IS
+'The KEK maintenance re-wraps data keys to: the one a worker reported active most recently '
+'for the first time (NULL before any report). A worker of an older ring (a rolling deploy) '
+'reports an older KEK, which never becomes the target again. Internal.';
+
+CREATE OR REPLACE FUNCTION nmc.plan_onderhoud(
+    p_taak_id bigint, p_meer boolean, p_payload jsonb DEFAULT NULL
+)
+RETURNS timestamptz
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_due timestamptz;
+BEGIN
+    -- The same row opens again: due at once while there is more, else after the job's pause.
+    UPDATE nmc.taak AS t
+    SET staat = 'open', lease_eigenaar = NULL, lease_tot = NULL, pogingen = 0, uitstellen = 0,
+        laatste_fout = NULL, payload = coalesce(p_payload, t.payload),
+        due = CASE WHEN p_meer THEN nmc.now() ELSE nmc.now() + w.herhaal_na END
+    FROM nmc.onderhoudswerk AS w
+    WHERE t.id = p_taak_id AND w.werk = t.payload ->> 'werk'
+    RETURNING t.due INTO v_due;
+    RETURN v_due;
+END
+$$;
+COMMENT ON FUNCTION nmc.plan_onderhoud(bigint, boolean, jsonb) IS
+'Internal: reopens a maintenance task after its run (the caller has checked the epoch): due '
+'now when p_meer (a full batch: more to do), else after its job''s herhaal_na; p_payload '
+'replaces the payload (a job''s cursor). Returns the new due.';
+
+CREATE OR REPLACE FUNCTION nmc.run_onderhoud(p_taak_id bigint, p_claim_epoch integer)
+RETURNS jsonb
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_taak CONSTANT nmc.taak := nmc.lock_claimed_taak(p_taak_id, p_claim_epoch);
+    v_werk nmc.onderhoudswerk;
+    v_uitkomst jsonb;
+    v_meer boolean := false;
+BEGIN
+    SELECT * INTO v_werk FROM nmc.onderhoudswerk AS w WHERE w.werk = v_taak.payload ->> 'werk';
+    IF v_taak.soort <> 'onderhoud' OR NOT FOUND OR v_werk.werk = 'herwrappen' THEN
+        RAISE EXCEPTION 'task % is not a maintenance job nmc.run_onderhoud runs', p_taak_id
+            USING ERRCODE = '22023',
+            HINT = 'herwrappen runs with nmc.list_herwrap and nmc.finish_herwrap.';
+    END IF;
+    IF v_werk.werk = 'partities' THEN
+        v_uitkomst := pg_catalog.jsonb_build_object(
+            'aangemaakt', nmc.maintain_event_partities(
+                (SELECT i.event_partitie_breedte FROM nmc.instellingen AS i)
+            ),
+            'verwijderd', pg_catalog.to_jsonb(nmc.drop_event_partities())
+        );
+    ELSE
+        v_uitkomst := nmc.delete_expired(v_werk.batch);
+        -- A batch that came back full: there is more, so the next run is due at once.
+        v_meer := EXISTS (
+            SELECT 1 FROM pg_catalog.jsonb_each_text(v_uitkomst) AS e
+            WHERE e.value ~ '^[0-9]+$' AND e.value::integer >= v_werk.batch
+        );
+    END IF;
+    PERFORM nmc.plan_onderhoud(p_taak_id, v_meer);
+    RETURN v_uitkomst || pg_catalog.jsonb_build_object('werk', v_werk.werk, 'meer', v_meer);
+END
+$$;
+COMMENT ON FUNCTION nmc.run_onderhoud(bigint, integer) IS
+'Runs one claimed maintenance task (fenced by epoch) in this transaction and plans its next '
+'run: partities creates the next event partition once the newest is 80% used '
+'(settings.event_partitie_breedte wide) and drops what the retention and the live cursors '
+'allow; retentie deletes one batch of expired rows (nmc.delete_expired; due again at once '
+'when a batch came back full). Returns what it did as JSON (counts and partition names, '
+'werk, meer). 22023 for herwrappen (nmc.list_herwrap) or a task that is no maintenance job.';
+
+CREATE OR REPLACE FUNCTION nmc.list_herwrap(
+    p_taak_id bigint, p_claim_epoch integer, p_kek_actief text, p_batch integer DEFAULT 500
+)
+RETURNS TABLE (notificatie_id uuid, kek_id text, sleutel_gewrapt bytea)
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_taak CONSTANT nmc.taak := nmc.lock_claimed_taak(p_taak_id, p_claim_epoch);
+    v_doel CONSTANT text := nmc.herwrap_doel();
+    v_batch CONSTANT integer := least(greatest(p_batch, 1), 5000);
+    -- The sweep's cursor: keys that did not unwrap stay behind it until the next sweep.
+    v_na_kek CONSTANT text := coalesce(v_taak.payload ->> 'na_kek', '');
+    v_na_id CONSTANT uuid := coalesce(
+        (v_taak.payload ->> 'na_id')::uuid, '00000000-0000-0000-0000-000000000000'::uuid
+    );
+BEGIN
+    IF v_taak.soort <> 'onderhoud' OR v_taak.payload ->> 'werk' IS DISTINCT FROM 'herwrappen' THEN
+        RAISE EXCEPTION 'task % is not the herwrappen job', p_taak_id USING ERRCODE = '22023';
+    END IF;
+    -- Only a worker whose ring has the target active re-wraps (one of an older ring, during
+    -- a rolling deploy, would wrap the keys back).
+    IF v_doel IS NULL OR p_kek_actief IS DISTINCT FROM v_doel THEN
+        RETURN;
+    END IF;
+    -- Two ranges of the live-key index, below and above the target: the keys under the
+    -- target itself are never read.
+    RETURN QUERY
+    SELECT s.id, s.kek_id, s.sleutel_gewrapt
+    FROM (
+        (
+            SELECT n.id, n.kek_id, n.sleutel_gewrapt FROM nmc.notificatie AS n
+            WHERE n.sleutel_gewrapt IS NOT NULL AND n.kek_id < v_doel
+                AND (n.kek_id, n.id) > (v_na_kek, v_na_id)
+            ORDER BY n.kek_id, n.id
+            LIMIT v_batch
+        )
+        UNION ALL
+        (
+            SELECT n.id, n.kek_id, n.sleutel_gewrapt FROM nmc.notificatie AS n
+            WHERE n.sleutel_gewrapt IS NOT NULL AND n.kek_id > v_doel
+                AND (n.kek_id, n.id) > (v_na_kek, v_na_id)
+            ORDER BY n.kek_id, n.id
+            LIMIT v_batch
+        )
+    ) AS s
+    ORDER BY s.kek_id, s.id
+    LIMIT v_batch;
+END
+$$;
+COMMENT ON FUNCTION nmc.list_herwrap(bigint, integer, text, integer) IS
+'For the claimed herwrappen task (fenced by epoch): the next p_batch (at most 5,000) live '
+'data keys under another KEK than the re-wrap target (nmc.herwrap_doel), after the task''s '
+'cursor, in (kek_id, id) order; nothing when p_kek_actief (the worker''s active KEK) is not '
+'the target. The worker re-wraps them in memory and stores them with nmc.finish_herwrap.';
+
+CREATE OR REPLACE FUNCTION nmc.finish_herwrap(
+    p_taak_id bigint,
+    p_claim_epoch integer,
+    p_ids uuid[],
+    p_oude_kek text[],
+    p_sleutels bytea[],
+    p_naar_kek text,
+    p_na_kek text,
+    p_na_id uuid
+)
+RETURNS integer
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_opgeslagen integer;
+BEGIN
+    PERFORM nmc.lock_claimed_taak(p_taak_id, p_claim_epoch);
+    IF coalesce(pg_catalog.cardinality(p_ids), 0) <> coalesce(pg_catalog.cardinality(p_oude_kek), 0)
+        OR coalesce(pg_catalog.cardinality(p_ids), 0)
+        <> coalesce(pg_catalog.cardinality(p_sleutels), 0) THEN
+        RAISE EXCEPTION 'p_ids, p_oude_kek and p_sleutels differ in length'
+            USING ERRCODE = '22023';
+    END IF;
+    -- Only where nothing changed meanwhile (erased, or re-wrapped by another run).
+    UPDATE nmc.notificatie AS n
+    SET sleutel_gewrapt = u.sleutel, kek_id = p_naar_kek
+    FROM unnest(p_ids, p_oude_kek, p_sleutels) AS u (id, oude_kek, sleutel)
+    WHERE n.id = u.id AND n.kek_id = u.oude_kek AND n.sleutel_gewrapt IS NOT NULL;
+    GET DIAGNOSTICS v_opgeslagen = ROW_COUNT;
+    -- A cursor (the last key listed, of a full batch): the sweep goes on at once.
+    PERFORM nmc.plan_onderhoud(
+        p_taak_id, p_na_kek IS NOT NULL,
+        CASE
+            WHEN p_na_kek IS NOT NULL THEN pg_catalog.jsonb_build_object(
+                'werk', 'herwrappen', 'na_kek', p_na_kek, 'na_id', p_na_id
+            )
+            ELSE '{"werk": "herwrappen"}'::jsonb
+        END
+    );
+    RETURN v_opgeslagen;
+END
+$$;
+COMMENT ON FUNCTION nmc.finish_herwrap(
+    bigint, integer, uuid[], text[], bytea[], text, text, uuid
+) IS
+'Stores the re-wrapped data keys of one herwrappen run under p_naar_kek (only for rows still '
+'under the KEK they were listed with and not erased; the data ciphertexts are not touched) '
+'and plans the next run: with a cursor (p_na_kek, p_na_id: the last key of a full batch) '
+'due at once, without one after the job''s pause. Fenced by epoch. Returns how many it '
+'stored. 22023 when the arrays differ in length.';
+
+CREATE OR REPLACE FUNCTION nmc.kek_status_v2()
+RETURNS TABLE (kek_id text, sleutels bigint, doel boolean, actief_gemeld_op timestamptz)
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT
+        coalesce(s.kek_id, k.kek_id),
+        coalesce(s.sleutels, 0),
+        coalesce(s.kek_id, k.kek_id) IS NOT DISTINCT FROM nmc.herwrap_doel(),
+        k.actief_gemeld_op
+    FROM (
+        SELECT n.kek_id, pg_catalog.count(*) AS sleutels
+        FROM nmc.notificatie AS n
+        WHERE n.sleutel_gewrapt IS NOT NULL
+        GROUP BY n.kek_id
+    ) AS s
+    FULL JOIN nmc.kek AS k ON k.kek_id = s.kek_id
+    ORDER BY 1
+$$;
+COMMENT ON FUNCTION nmc.kek_status_v2() IS
+'Live (not erased) data keys per KEK, counted from the live-key index, with whether it is '
+'the re-wrap target of maintenance and when a worker first reported it active: the '
+'progress of a KEK rotation (every key but those under the target is still to do). A KEK '
+'can be retired when it has none. Admin (nmc admin kek status); nmc.kek_status is kept for '
+'an admin of the previous release.';
