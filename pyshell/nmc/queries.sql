@@ -301,8 +301,6 @@ SELECT nmc.acknowledge_cursor(
 -- snapshot_notificaties --
 SELECT nmc.snapshot_notificaties(%(dv_id)s::integer, %(na)s::uuid, %(limiet)s::integer)
 
--- resume_webhook --
-SELECT nmc.resume_webhook(%(dv_id)s::integer)
 -- take_feed_aanroep_api --
 -- With a replica (nmc.api.replica): the primary's half of a feed or snapshot page.
 SELECT nmc.take_feed_aanroep_api(
@@ -319,6 +317,8 @@ SELECT nmc.read_feed_pagina(
 -- read_snapshot_pagina --
 SELECT nmc.read_snapshot_pagina(%(dv_id)s::integer, %(na)s::uuid, %(limiet)s::integer)
 
+-- resume_webhook --
+SELECT nmc.resume_webhook(%(dv_id)s::integer)
 
 -- api_metrics --
 -- Also what `nmc admin report geen-contactgegevens` reads (as admin).
@@ -426,7 +426,6 @@ SELECT nmc.finish_herwrap(
     %(taak_id)s::bigint, %(claim_epoch)s::integer, %(ids)s::uuid[], %(oude_kek)s::text[],
     %(sleutels)s::bytea[], %(naar_kek)s::text, %(na_kek)s::text, %(na_id)s::uuid
 ) AS opgeslagen
-
 
 -- ------------------------------------------------------------------------------------
 -- The worker's operations listener (nmc.worker.ops_http, role nmc_worker).
