@@ -46,8 +46,8 @@ from bench_intake import (
 from nmc.api.receipt_batcher import MAX_BATCH, MAX_IN_FLIGHT
 from nmc.config import Settings
 from nmc.database import connection_url, with_overrides
-from nmc.embedded_db import EmbeddedCluster
 from nmc.queries import QUERIES
+from nmc_dev.embedded_db import EmbeddedCluster
 
 PATH = "/api/nmc/v1/notifynl-callback"
 

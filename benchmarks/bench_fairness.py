@@ -48,7 +48,7 @@ from bench_send import (
 from nmc import crypto
 from nmc.config import Settings
 from nmc.database import connection_url, with_overrides
-from nmc.embedded_db import EmbeddedCluster
+from nmc_dev.embedded_db import EmbeddedCluster
 
 CLAIM = "SELECT taak_id, claim_epoch FROM nmc.claim_verzenden(%s, %s)"
 # The worker group-commits its outcomes: one call for the batch (nmc.worker.verzenden).

@@ -63,8 +63,8 @@ from bench_send import fresh_database  # noqa: E402
 
 from nmc.config import Settings  # noqa: E402
 from nmc.database import connection_url, with_overrides  # noqa: E402
-from nmc.embedded_db import EmbeddedCluster  # noqa: E402
 from nmc.queries import QUERIES  # noqa: E402
+from nmc_dev.embedded_db import EmbeddedCluster  # noqa: E402
 
 PAGE = 1000
 DV_COUNT = 10

@@ -38,14 +38,14 @@ import psycopg
 import rawload
 from psycopg import sql
 
+from nmc.admin.migrate import migrate
 from nmc.api.auth import generate_dev_iam_key, issue_dev_token
 from nmc.api.ids import new_notificatie_ids
 from nmc.config import Settings
 from nmc.crypto import new_kek_ring, new_peppers, parse_kek_ring, seal
 from nmc.database import connection_url, with_overrides
-from nmc.embedded_db import EmbeddedCluster
-from nmc.migrate import migrate
 from nmc.queries import QUERIES
+from nmc_dev.embedded_db import EmbeddedCluster
 
 ROOT = Path(__file__).resolve().parent.parent
 OIN_PREFIX = "000000019999999990"  # + two digits per DV

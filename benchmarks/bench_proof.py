@@ -10,7 +10,7 @@ the notifications: the token check, the one SQL call (nmc.get_afleverbewijs as n
 LDV record (the JSON-lines file sink), the ES256 signature and the answer. Beside it, in the
 same run and alternating with the requests: the bare SQL call alone (its ceiling: the same
 proof assembled, no HTTP, no signature), the history page (GET …/geschiedenis) and the DV
-client's verification of one proof (nmc.client.verify_afleverbewijs: signature, issuer, id,
+client's verification of one proof (nmc_client.verify_afleverbewijs: signature, issuer, id,
 chain), each as a median of as many samples.
 
 The notifications are made through the real SQL of the pipeline as admin, each like the demo's
@@ -40,13 +40,13 @@ from bench_send import fresh_database, onboard  # noqa: E402
 
 from nmc.afleverbewijs_signing import new_afleverbewijs_ring  # noqa: E402
 from nmc.api.auth import issue_dev_token  # noqa: E402
-from nmc.client import StaticJwks, verify_afleverbewijs  # noqa: E402
 from nmc.cloudevents import event_source  # noqa: E402
 from nmc.config import Settings  # noqa: E402
 from nmc.database import connection_url, with_overrides  # noqa: E402
-from nmc.embedded_db import EmbeddedCluster  # noqa: E402
 from nmc.queries import QUERIES  # noqa: E402
 from nmc.webhook_signing import new_signing_ring  # noqa: E402
+from nmc_client import StaticJwks, verify_afleverbewijs  # noqa: E402
+from nmc_dev.embedded_db import EmbeddedCluster  # noqa: E402
 
 BASE = "/api/nmc/v1"
 NMC_OIN = "00000001234567890000"
@@ -203,7 +203,7 @@ def main() -> int:
         f"{r['sql_p50_ms']:.2f} ms\n"
         f"  GET …/geschiedenis (one page):                             median "
         f"{r['history_p50_ms']:.2f} ms\n"
-        f"  nmc.client verification of one proof:                      median "
+        f"  nmc_client verification of one proof:                      median "
         f"{r['verify_p50_ms']:.2f} ms"
     )
     return 0

@@ -52,13 +52,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "pyshell"))
 
 from nmc import aio, crypto  # noqa: E402
+from nmc.admin.migrate import migrate  # noqa: E402
 from nmc.config import Settings  # noqa: E402
 from nmc.database import connection_url, with_overrides  # noqa: E402
-from nmc.embedded_db import EmbeddedCluster  # noqa: E402
-from nmc.migrate import migrate  # noqa: E402
 from nmc.queries import QUERIES  # noqa: E402
 from nmc.worker.config import WorkerConfig  # noqa: E402
 from nmc.worker.loop import Worker  # noqa: E402
+from nmc_dev.embedded_db import EmbeddedCluster  # noqa: E402
 
 TEMPLATE_ID = "a0a0a0a0-0000-4000-8000-00000000000a"
 TRACE = "0123456789abcdef0123456789abcdef"

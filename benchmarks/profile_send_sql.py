@@ -41,7 +41,7 @@ from bench_send import (  # noqa: E402
 from nmc import crypto  # noqa: E402
 from nmc.config import Settings  # noqa: E402
 from nmc.database import connection_url, with_overrides  # noqa: E402
-from nmc.embedded_db import EmbeddedCluster  # noqa: E402
+from nmc_dev.embedded_db import EmbeddedCluster  # noqa: E402
 
 CLAIM = "SELECT c.taak_id, c.claim_epoch FROM nmc.claim_verzenden(%s, %s) AS c"
 EXTEND = "SELECT nmc.extend_lease(%s, %s)"

@@ -47,7 +47,7 @@ from bench_send import bench_budget, bench_claim, bench_drain, bench_engine
 
 from nmc.config import Settings
 from nmc.database import connection_url
-from nmc.embedded_db import EmbeddedCluster
+from nmc_dev.embedded_db import EmbeddedCluster
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -19,11 +19,11 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from nmc.admin.migrate import migrate
 from nmc.cli import main
 from nmc.config import Settings
 from nmc.database import connection_url, with_overrides
-from nmc.embedded_db import EmbeddedCluster
-from nmc.migrate import migrate
+from nmc_dev.embedded_db import EmbeddedCluster
 from privacy_scan import SCAN, install, scan_database
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent

@@ -18,7 +18,7 @@ import httpx
 import psycopg
 from starlette.routing import Match
 
-from nmc.admin import SECRET_FILES
+from nmc.admin.onboarding import SECRET_FILES
 from nmc.api.app import create_app
 from nmc.cli import _parser
 
@@ -97,7 +97,7 @@ def _starlette_serves(app, path: str, method: str | None) -> bool:
 
 
 def _sim_app(args: list[str], environ: Mapping[str, str]):
-    from nmc.sim import cli as sim_cli
+    from nmc_dev.sim import cli as sim_cli
 
     namespace = parse_nmc(args)
     saved = dict(os.environ)

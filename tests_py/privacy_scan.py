@@ -234,7 +234,7 @@ def install() -> Callable[[], None]:
     """Wrap the log dispatch, the API app and the Profielservice simulator; returns undo."""
     from nmc.api.app import NmcApi
     from nmc.console.app import ConsoleApp
-    from nmc.sim.profielservice import ProfielSim
+    from nmc_dev.sim.profielservice import ProfielSim
 
     original_call_handlers = logging.Logger.callHandlers
     original_app_call = NmcApi.__call__

@@ -6,10 +6,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
+from nmc.admin.migrate import migrate
 from nmc.config import Settings
 from nmc.database import EMBEDDED_DATABASE
-from nmc.drill.clusters import Node, ReplicaSet
-from nmc.migrate import migrate
+from nmc_dev.drill.clusters import Node, ReplicaSet
 from stacktest import free_port, private_home
 
 

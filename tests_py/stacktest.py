@@ -1,4 +1,4 @@
-"""Helpers of the tests that run a whole local NMC (`nmc demo`, nmc.stack) in their own
+"""Helpers of the tests that run a whole local NMC (`nmc demo`, nmc_dev.stack) in their own
 NMC_HOME and port: their own embedded cluster, so the shared one is never touched."""
 
 import os
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from nmc.pg_binaries import server_bindir
+from nmc_dev.pg_binaries import server_bindir
 
 needs_server_binaries = pytest.mark.skipif(
     server_bindir() is None, reason="an own embedded cluster needs initdb and pg_ctl"

@@ -12,9 +12,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from nmc import config, pg_binaries
+from nmc import config
 from nmc.config import Settings
-from nmc.stack.local import LocalStack
+from nmc_dev import pg_binaries
+from nmc_dev.stack.local import LocalStack
 
 embedded_only = pytest.mark.skipif(
     bool(os.environ.get("NMC_DATABASE_URL")), reason="tests the embedded cluster"

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from nmc.client import FeedReader, FileCursorStore, MemoryCursorStore
-from nmc.client.api import FeedPage, SnapshotPage
-from nmc.client.problems import CursorExpired, Problem
+from nmc_client import FeedReader, FileCursorStore, MemoryCursorStore
+from nmc_client.api import FeedPage, SnapshotPage
+from nmc_client.problems import CursorExpired, Problem
 
 A, B, C = (f"0190f000-0000-7000-8000-00000000000{n}" for n in (1, 2, 3))
 

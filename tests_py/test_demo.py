@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from nmc.demo.display import TERMINAL
-from nmc.demo.scenario import DOMAIN
+from nmc_dev.demo.display import TERMINAL
+from nmc_dev.demo.scenario import DOMAIN
 from stacktest import free_port, needs_server_binaries, private_home, processes_of
 
 pytestmark = needs_server_binaries

@@ -9,10 +9,10 @@ from typing import Any
 import yaml
 
 from deploytest import command_name, parse_nmc
-from nmc import admin
+from nmc.admin import onboarding as admin
 from nmc.config import Settings
-from nmc.demo.run import Options, demo_stack
 from nmc.worker.config import KINDS, parse_kinds
+from nmc_dev.demo.run import Options, demo_stack
 from test_compose_consistency import COMPOSE_FILE, environment, nmc_services, replicas
 from test_k8s_manifests import BASE, config_env, containers, load, resources_of
 

@@ -6,8 +6,8 @@ import sys
 
 import psycopg
 
-from nmc.migrate import migrate
-from nmc.pg_binaries import client_tool
+from nmc.admin.migrate import migrate
+from nmc_dev.pg_binaries import client_tool
 
 TABLE_T = "CREATE TABLE nmc.t (id integer PRIMARY KEY);\n"
 FUNCTION_F = "CREATE OR REPLACE FUNCTION nmc.f() RETURNS integer LANGUAGE sql RETURN {};\n"

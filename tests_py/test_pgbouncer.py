@@ -39,11 +39,11 @@ from psycopg.conninfo import conninfo_to_dict
 from nmc.api.app import create_app
 from nmc.api.auth import generate_dev_iam_key, issue_dev_token
 from nmc.crypto import new_kek_ring, new_peppers, parse_kek_ring
-from nmc.embedded_db import CLUSTER_OS_USER
-from nmc.sim.notifynl import NotifySim, SimConfig
-from nmc.sim.server import start_in_thread
 from nmc.worker.config import WorkerConfig
 from nmc.worker.loop import Worker
+from nmc_dev.embedded_db import CLUSTER_OS_USER
+from nmc_dev.sim.notifynl import NotifySim, SimConfig
+from nmc_dev.sim.server import start_in_thread
 
 PGBOUNCER = shutil.which("pgbouncer") or shutil.which("pgbouncer", path="/usr/sbin")
 pytestmark = pytest.mark.skipif(

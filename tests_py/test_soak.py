@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from nmc.soak import checks, evidence, privacy, workload
-from nmc.soak.evidence import EventRow, NotificatieRow, SendCall, SendLog
+from nmc_dev.soak import checks, evidence, privacy, workload
+from nmc_dev.soak.evidence import EventRow, NotificatieRow, SendCall, SendLog
 from stacktest import free_port, needs_server_binaries, private_home, processes_of
 
 SOAK_TIMEOUT_S = 170  # the issue's budget is 3 minutes on this loaded 2-core machine
@@ -164,7 +164,7 @@ def test_feed_check_wants_exactly_the_final_state_from_each_dv_consumer():
 
 
 def proof_of(notificatie_id: str, status: str, versie: int, reden=None, *statuses: str) -> dict:
-    """The claims of a verified proof (as nmc.soak.proofs keeps them)."""
+    """The claims of a verified proof (as nmc_dev.soak.proofs keeps them)."""
     events, previous = [], None
     for sequence, naar in enumerate(statuses, start=1):
         events.append({"sequence": sequence, "van": previous, "naar": naar})

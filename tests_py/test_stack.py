@@ -1,4 +1,4 @@
-"""nmc.stack.LocalStack, the supervisor a chaos soak builds on: kill and restart one part
+"""nmc_dev.stack.LocalStack, the supervisor a chaos soak builds on: kill and restart one part
 (PostgreSQL too), move the clocks, and leave nothing behind."""
 
 import signal
@@ -7,8 +7,8 @@ from datetime import timedelta
 import httpx
 
 from nmc.config import Settings
-from nmc.stack import LocalStack
-from nmc.stack.child import wait_until
+from nmc_dev.stack import LocalStack
+from nmc_dev.stack.child import wait_until
 from stacktest import free_port, needs_server_binaries, private_home, processes_of
 
 pytestmark = needs_server_binaries

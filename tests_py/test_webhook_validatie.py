@@ -13,10 +13,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from nmc.client import answer_handshake
 from nmc.errors import NmcError
-from nmc.sim.server import start_in_thread
 from nmc.webhook_validatie import Adresbeleid, Validatie, check_target, validate_now
+from nmc_client import answer_handshake
+from nmc_dev.sim.server import start_in_thread
 
 ORIGIN = "nmc.onboarding.test"
 LOOPBACK = Adresbeleid.parse("127.0.0.0/8")
@@ -216,7 +216,7 @@ def test_apply_validates_an_allowed_endpoint_once_and_again_when_the_url_changes
 
 def test_validation_holds_no_transaction_open(db_url, conn, endpoint, monkeypatch):
     """The apply commits before the call: an open transaction would hold every DV's feed."""
-    from nmc.admin import check_webhook
+    from nmc.admin.onboarding import check_webhook
     from nmc.database import connect
 
     held: list[object] = []

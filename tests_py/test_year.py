@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 from nmc.errors import NmcError
-from nmc.soak import yearchecks as yc
-from nmc.soak.consumer import Held
-from nmc.soak.year import Schedule, read_maintenance_log
-from nmc.soak.yearmeter import compose_worker_shape, worker_shape
+from nmc_dev.soak import yearchecks as yc
+from nmc_dev.soak.consumer import Held
+from nmc_dev.soak.year import Schedule, read_maintenance_log
+from nmc_dev.soak.yearmeter import compose_worker_shape, worker_shape
 from stacktest import free_port, needs_server_binaries, private_home, processes_of
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent

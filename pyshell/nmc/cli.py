@@ -13,18 +13,14 @@ from pathlib import Path
 
 import psycopg
 
-from nmc import admin as admin_tasks
-from nmc import admin_ops, admin_rapportage, clock, pgtap
+from nmc.admin import beheerrapport as admin_rapportage
+from nmc.admin import onboarding as admin_tasks
+from nmc.admin import operations as admin_ops
+from nmc.admin.migrate import Plan, check, describe_database_error, migrate
 from nmc.config import Settings
-from nmc.database import ROLE_USERS, connect, connection_url
-from nmc.embedded_db import EmbeddedCluster, Status
+from nmc.database import connection_url
 from nmc.errors import NmcError
-from nmc.migrate import Plan, check, describe_database_error, migrate
-from nmc.pg_binaries import client_tool
-from nmc.queries import QUERIES
-
-EXIT_NOT_RUNNING = 3  # as pg_ctl status and LSB init scripts
-EXTERNAL_NOTE = "NMC_DATABASE_URL is set: the embedded cluster is not used"
+from nmc_dev import cli as dev_cli
 
 Command = Callable[[argparse.Namespace, Settings], int]
 
@@ -40,45 +36,6 @@ def main(argv: list[str] | None = None) -> int:
     return 1
 
 
-def db_start(args: argparse.Namespace, settings: Settings) -> int:
-    print(EXTERNAL_NOTE if settings.database_url else EmbeddedCluster(settings).start())
-    return 0
-
-
-def db_stop(args: argparse.Namespace, settings: Settings) -> int:
-    print(EXTERNAL_NOTE if settings.database_url else EmbeddedCluster(settings).stop())
-    return 0
-
-
-def db_status(args: argparse.Namespace, settings: Settings) -> int:
-    """Exit 0 when the database can be used, 3 when it is not running."""
-    if settings.database_url:
-        try:
-            with connect(settings.database_url) as conn:
-                version = conn.execute(QUERIES["server_version"]).fetchone()[0]
-        except NmcError as error:
-            print(f"external database not reachable: {error}")
-            return EXIT_NOT_RUNNING
-        print(f"external database reachable (PostgreSQL {version})")
-        return 0
-    cluster = EmbeddedCluster(settings)
-    status = cluster.status()
-    print(f"embedded PostgreSQL {status.value} ({cluster.describe()})")
-    return 0 if status is Status.RUNNING else EXIT_NOT_RUNNING
-
-
-def db_url(args: argparse.Namespace, settings: Settings) -> int:
-    print(connection_url(settings, args.role, args.database))
-    return 0
-
-
-def db_psql(args: argparse.Namespace, settings: Settings) -> int:
-    psql = str(client_tool("psql"))
-    url = connection_url(settings, args.role, args.database)
-    psql_args = args.psql_args[1:] if args.psql_args[:1] == ["--"] else args.psql_args
-    os.execv(psql, [psql, f"--dbname={url}", *psql_args])  # noqa: S606 - replaces this process
-
-
 def migrate_command(args: argparse.Namespace, settings: Settings) -> int:
     url = args.database_url or connection_url(settings)
     root = args.root or settings.root
@@ -88,20 +45,6 @@ def migrate_command(args: argparse.Namespace, settings: Settings) -> int:
         return 0 if plan.up_to_date else 1
     _print_migration(migrate(url, root))
     return 0
-
-
-def clock_advance(args: argparse.Namespace, settings: Settings) -> int:
-    print(f"nmc.now() = {clock.advance(settings, args.duration).isoformat()}")
-    return 0
-
-
-def clock_show(args: argparse.Namespace, settings: Settings) -> int:
-    print(clock.show(settings).isoformat())
-    return 0
-
-
-def dev_pgtap(args: argparse.Namespace, settings: Settings) -> int:
-    return pgtap.run(settings, args.files)
 
 
 # --- The DV API, onboarding and dev secrets: `nmc api`, `nmc admin dv|token|keys` ---
@@ -255,7 +198,7 @@ def _add_console_commands(commands: argparse._SubParsersAction, admin) -> None:
 # --- end of the operator console block ---
 
 
-# --- The send pipeline (issues 4 and 5): `nmc worker`, `nmc sim notifynl|profielservice|ldv` ---
+# --- The send pipeline: `nmc worker` ---
 
 
 def worker_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -278,16 +221,7 @@ def worker_command(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def sim_command(args: argparse.Namespace, settings: Settings) -> int:
-    from nmc.sim import cli as sim_cli
-
-    sim_cli.serve(args)
-    return 0
-
-
-def _add_pipeline_commands(commands: argparse._SubParsersAction) -> None:
-    from nmc.sim.cli import add_arguments as add_sim_arguments
-
+def _add_worker_command(commands: argparse._SubParsersAction) -> None:
     worker = _command(commands, "worker", worker_command, "claim and work tasks until SIGTERM")
     worker.add_argument(
         "--kinds",
@@ -309,171 +243,9 @@ def _add_pipeline_commands(commands: argparse._SubParsersAction) -> None:
     worker.add_argument(
         "--metrics-host", help="address of that listener (NMC_WORKER_METRICS_HOST; 127.0.0.1)"
     )
-    sim = _group(commands, "sim", "simulators of NotifyNL, the Profielservice and the LDV")
-    for name, help_text in (
-        ("notifynl", "a NotifyNL simulator (tests and demo only)"),
-        ("profielservice", "a Profielservice simulator (tests and demo only)"),
-        ("ldv", "an LDV collector simulator (tests and demo only)"),
-    ):
-        add_sim_arguments(name, _command(sim, name, sim_command, help_text))
 
 
 # --- end of the send pipeline block ---
-
-
-# --- The demo: `nmc demo` ---
-
-
-def demo_command(args: argparse.Namespace, settings: Settings) -> int:
-    from nmc.demo.run import Options, run
-
-    options = Options(
-        count=args.count,
-        workers=args.workers,
-        keep_running=args.keep_running,
-        tty=sys.stdout.isatty() and not args.no_tty,
-        phase_timeout_s=args.phase_timeout,
-    )
-    return run(settings, options)
-
-
-def _add_demo_command(commands: argparse._SubParsersAction) -> None:
-    demo = _command(
-        commands, "demo", demo_command,
-        "start a local NMC and send notifications through every outcome",
-    )  # fmt: skip
-    demo.add_argument("--count", type=int, default=300, help="notifications to send (300)")
-    demo.add_argument("--workers", type=int, default=2, help="worker processes (2)")
-    demo.add_argument("--keep-running", action="store_true", help="leave the stack up until Ctrl-C")
-    demo.add_argument(
-        "--no-tty", action="store_true", help="a progress line every few seconds, no redraw"
-    )
-    demo.add_argument(
-        "--phase-timeout", type=float, default=120.0, help="seconds a phase may take (120)"
-    )
-
-
-# --- end of the demo block ---
-
-
-# --- The chaos soak: `nmc soak` ---
-
-
-def soak_command(args: argparse.Namespace, settings: Settings) -> int:
-    if args.year:
-        from nmc.soak.year import YearOptions
-        from nmc.soak.year import run as run_year
-
-        year = YearOptions(
-            days=args.days,
-            per_day=args.per_day,
-            term=args.term,
-            partition_width=args.partition_width,
-            probe=args.probe,
-            throughput_share=args.throughput_share,
-            seed=args.seed,
-            tty=sys.stdout.isatty() and not args.no_tty,
-        )
-        return run_year(settings, year)
-    from nmc.soak.run import Options, run
-
-    options = Options(
-        count=args.count,
-        workers=args.workers,
-        submit_seconds=args.submit_seconds,
-        phase_timeout_s=args.phase_timeout,
-        seed=args.seed,
-        tty=sys.stdout.isatty() and not args.no_tty,
-    )
-    return run(settings, options)
-
-
-def _add_soak_command(commands: argparse._SubParsersAction) -> None:
-    soak = _command(
-        commands, "soak", soak_command,
-        "send N notifications through a local NMC under chaos, then check every promise",
-    )  # fmt: skip
-    soak.add_argument("--count", type=int, default=20_000, help="notifications (20000)")
-    soak.add_argument("--workers", type=int, default=3, help="worker processes (3)")
-    soak.add_argument(
-        "--submit-seconds", type=float, default=20.0,
-        help="spread the intake over at least this many seconds (20)",
-    )  # fmt: skip
-    soak.add_argument(
-        "--phase-timeout", type=float, help="seconds a phase may take (120 + count/40)"
-    )
-    soak.add_argument("--seed", type=int, help="seed of the workload and the chaos dice")
-    soak.add_argument("--no-tty", action="store_true", help="a progress line every few seconds")
-    year = soak.add_argument_group(
-        "the year run (--year)",
-        "a simulated year of traffic in the shipped shape (the workers as docker-compose.yml "
-        "runs them, maintenance among their tasks), then the upkeep checked",
-    )
-    year.add_argument("--year", action="store_true", help="run the year instead of the chaos")
-    year.add_argument("--days", type=int, default=400, help="simulated days of traffic (400)")
-    year.add_argument("--per-day", type=int, default=100, help="notifications a day (100)")
-    year.add_argument(
-        "--term", default="1 year", help="the delivery-proof retention ('1 year', as shipped)"
-    )
-    year.add_argument(
-        "--partition-width", type=int, help="xids per event partition (default: from --per-day)"
-    )
-    year.add_argument(
-        "--probe", type=int, default=1000, help="notifications per throughput probe (1000)"
-    )
-    year.add_argument(
-        "--throughput-share", type=float, default=0.9,
-        help="the last month's throughput at least this share of the first's (0.9)",
-    )  # fmt: skip
-
-
-# --- end of the chaos soak block ---
-
-
-# --- Replication drills: `nmc drill failover|restore` ---
-
-
-def drill_command(args: argparse.Namespace, settings: Settings) -> int:
-    from nmc.soak.run import Options
-
-    options = Options(
-        count=args.count,
-        workers=args.workers,
-        submit_seconds=args.submit_seconds,
-        phase_timeout_s=args.phase_timeout,
-        seed=args.seed,
-        tty=sys.stdout.isatty() and not args.no_tty,
-    )
-    if args.mode == "restore":
-        from nmc.drill.restore import run as run_restore
-
-        return run_restore(settings, options)
-    from nmc.drill.failover import run as run_failover
-
-    return run_failover(settings, options)
-
-
-def _add_drill_command(commands: argparse._SubParsersAction) -> None:
-    drill = _command(
-        commands, "drill", drill_command,
-        "real PostgreSQL replication on this machine: lose the primary mid-stream "
-        "(failover), or restore a base backup to a point in time (restore), then check",
-    )  # fmt: skip
-    drill.add_argument("mode", choices=("failover", "restore"))
-    drill.add_argument("--count", type=int, default=2000, help="notifications (2000)")
-    drill.add_argument("--workers", type=int, default=2, help="worker processes (2)")
-    drill.add_argument(
-        "--submit-seconds", type=float, default=20.0,
-        help="spread the intake over at least this many seconds (20)",
-    )  # fmt: skip
-    drill.add_argument(
-        "--phase-timeout", type=float, help="seconds a phase may take (120 + count/40)"
-    )
-    drill.add_argument("--seed", type=int, help="seed of the workload")
-    drill.add_argument("--no-tty", action="store_true", help="a progress line every few seconds")
-
-
-# --- end of the drill block ---
 
 
 # --- Feed and operations (issues 6 and 7): `nmc admin epoch|report|tasks|notificatie|kek` ---
@@ -658,17 +430,6 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="nmc", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
-    db = _group(commands, "db", "the database: embedded cluster, or NMC_DATABASE_URL")
-    _command(db, "start", db_start, "initialise and start the embedded cluster (idempotent)")
-    _command(db, "stop", db_stop, "stop the embedded cluster (idempotent)")
-    _command(db, "status", db_status, "exit 0 if the database is up, 3 if not")
-    url = _command(db, "url", db_url, "print the connection URL")
-    psql = _command(db, "psql", db_psql, "open psql on the database")
-    for target in (url, psql):
-        target.add_argument("--role", choices=list(ROLE_USERS), default="admin")
-        target.add_argument("--database", metavar="NAME")
-    psql.add_argument("psql_args", nargs=argparse.REMAINDER, help="passed on to psql")
-
     migration = _command(commands, "migrate", migrate_command, "apply pending SQL")
     migration.add_argument(
         "--check", action="store_true", help="change nothing; exit 1 if anything is pending"
@@ -677,12 +438,6 @@ def _parser() -> argparse.ArgumentParser:
     migration.add_argument("--root", type=Path, metavar="DIR", help="default: NMC_ROOT")
 
     admin = _group(commands, "admin", "operator tasks")
-    clock_group = _group(admin, "clock", "the database clock nmc.now()")
-    advance = _command(
-        clock_group, "advance", clock_advance, "move the clock forward (NMC_TEST_CLOCK=1)"
-    )
-    advance.add_argument("duration", help="7d, 1h, 90m, 30s or any PostgreSQL interval")
-    _command(clock_group, "show", clock_show, "print nmc.now()")
 
     # --- The DV API, onboarding and dev secrets ---
     api = _command(commands, "api", api_serve, "serve the DV API (uvicorn)")
@@ -711,22 +466,17 @@ def _parser() -> argparse.ArgumentParser:
     _add_afleverbewijs_keys_commands(keys)  # the delivery-proof signing ring
     # --- end of the DV API block ---
 
-    _add_operations_commands(admin)  # the feed and operations (issues 6 and 7)
+    _add_operations_commands(admin)  # the feed and operations
     admin_rapportage.add_commands(admin, _group, _command)  # the daily beheer report
 
     _add_console_commands(commands, admin)  # the operator console
 
-    _add_pipeline_commands(commands)  # the send pipeline (issues 4 and 5)
+    _add_worker_command(commands)  # the send pipeline
 
-    _add_demo_command(commands)  # the demo
+    dev_cli.add_commands(
+        commands, admin, _group, _command
+    )  # nmc db|sim|demo|soak|drill|dev, admin clock
 
-    _add_soak_command(commands)  # the chaos soak
-
-    _add_drill_command(commands)  # failover and restore drills on real replication
-
-    dev = _group(commands, "dev", "developer tools")
-    pgtap_command = _command(dev, "pgtap", dev_pgtap, "run the pgTAP tests on a fresh database")
-    pgtap_command.add_argument("files", nargs="*", help="default: tests_sql/*.sql")
     return parser
 
 

@@ -446,7 +446,7 @@ SELECT
     AND pg_catalog.to_regprocedure('nmc.metrics()') IS NOT NULL AS gereed
 
 -- ------------------------------------------------------------------------------------
--- The chaos soak's audit after the run (`nmc soak`, nmc.soak.evidence; admin connection,
+-- The chaos soak's audit after the run (`nmc soak`, nmc_dev.soak.evidence; admin connection,
 -- read only). It reads the tables themselves on purpose: it checks what the functions did.
 
 -- soak_notificaties --
@@ -501,7 +501,7 @@ SELECT p.id::text AS poging_id, p.notificatie_id::text AS notificatie_id,
     pg_catalog.cardinality(p.duplicaat_ids) AS duplicaten
 FROM nmc.poging AS p
 
--- The year run's measurements (`nmc soak --year`, nmc.soak.year; admin connection): the
+-- The year run's measurements (`nmc soak --year`, nmc_dev.soak.year; admin connection): the
 -- tables themselves, to check what maintenance did, and the settings it runs with.
 
 -- year_settings --

@@ -24,13 +24,13 @@ from starlette.testclient import TestClient
 from nmc.afleverbewijs_signing import TYP, parse_afleverbewijs_ring, read_ring_document
 from nmc.api.app import create_app
 from nmc.cli import main as nmc_main
-from nmc.client import BewijsOngeldig, StaticJwks, verify_afleverbewijs
-from nmc.client.bewijs import ALLOWED_TRANSITIONS as CLIENT_TRANSITIONS
-from nmc.client.bewijs import TERMINAL_STATUSES as CLIENT_TERMINAL
-from nmc.client.bewijs import main as verify_main
 from nmc.cloudevents import event_source
 from nmc.status import ALLOWED_TRANSITIONS, TERMINAL_STATUSES
 from nmc.webhook_signing import load_signing_ring
+from nmc_client import BewijsOngeldig, StaticJwks, verify_afleverbewijs
+from nmc_client.bewijs import ALLOWED_TRANSITIONS as CLIENT_TRANSITIONS
+from nmc_client.bewijs import TERMINAL_STATUSES as CLIENT_TERMINAL
+from nmc_client.bewijs import main as verify_main
 
 JWKS = "/.well-known/jwks.json"
 
@@ -212,7 +212,7 @@ def test_the_client_checks_the_chain_it_was_signed_with():
             {"sequence": 2, "van": "aangenomen", "naar": "geannuleerd"},
         ],
     }  # fmt: skip
-    from nmc.client.bewijs import check_inhoud
+    from nmc_client.bewijs import check_inhoud
 
     check_inhoud(good)
     cases = {
@@ -423,7 +423,7 @@ def test_a_saved_proof_verifies_with_the_client_command(client, conn, tmp_path, 
     assert "geldig: afleverbewijs van notificatie" in capsys.readouterr().out
     # The command as a DV runs it, in a process of its own.
     run = subprocess.run(
-        [sys.executable, "-m", "nmc.client", *arguments],
+        [sys.executable, "-m", "nmc_client", *arguments],
         capture_output=True,
         text=True,
         check=False,

@@ -1,4 +1,4 @@
-"""nmc.client, the DV client library, against the real API on a real database.
+"""nmc_client, the DV client library, against the real API on a real database.
 
 The fixtures (conftest.py) run the real app with its lifespan; the client talks to it through
 the TestClient (an httpx.Client), or through `Relay`, a transport that passes each request to
@@ -30,7 +30,11 @@ from starlette.testclient import TestClient
 
 from nmc.adapters.webhook import WebhookClient
 from nmc.api.app import create_app
-from nmc.client import (
+from nmc.cloudevents import event_source, to_cloudevent
+from nmc.crypto import load_peppers
+from nmc.feed_cursor import CursorCodec
+from nmc.webhook_signing import issuer, load_signing_ring, new_signing_ring, parse_signing_ring
+from nmc_client import (
     Conflict,
     CursorExpired,
     FeedReader,
@@ -48,11 +52,7 @@ from nmc.client import (
     WebhookVerifier,
     parse_batch,
 )
-from nmc.client.problems import retry_after_seconds
-from nmc.cloudevents import event_source, to_cloudevent
-from nmc.crypto import load_peppers
-from nmc.feed_cursor import CursorCodec
-from nmc.webhook_signing import issuer, load_signing_ring, new_signing_ring, parse_signing_ring
+from nmc_client.problems import retry_after_seconds
 
 API = f"http://testserver{BASE}"
 HOOK = "https://dv.example/nmc-webhook"
@@ -746,9 +746,9 @@ def test_problems_of_any_shape_become_typed_errors():
 
 
 def test_the_client_has_no_server_imports():
-    """A DV vendors nmc/client: it may use httpx, PyJWT and the standard library only."""
+    """A DV may vendor nmc_client: it may use httpx, PyJWT and the standard library only."""
     allowed = {"httpx", "jwt"}
-    client_dir = Path(__import__("nmc.client").client.__file__).parent
+    client_dir = Path(__import__("nmc_client").__file__).parent
     for source in client_dir.glob("*.py"):
         tree = ast.parse(source.read_text())
         for node in ast.walk(tree):

@@ -24,9 +24,9 @@ from consoletest import Populated, token
 from nmc import crypto
 from nmc.console.app import create_app
 from nmc.database import with_overrides
-from nmc.sim.server import start_in_thread
 from nmc.worker.config import WorkerConfig
 from nmc.worker.loop import Worker
+from nmc_dev.sim.server import start_in_thread
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "console"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -26,12 +26,12 @@ from pipelinetest import (
 
 from nmc import crypto
 from nmc.database import with_overrides
-from nmc.sim.ldv import RECORDS_PATH, LdvSim
-from nmc.sim.notifynl import NotifySim, SimConfig
-from nmc.sim.profielservice import ProfielSim
-from nmc.sim.server import RunningServer, start_in_thread
 from nmc.worker.config import WorkerConfig
 from nmc.worker.loop import Worker
+from nmc_dev.sim.ldv import RECORDS_PATH, LdvSim
+from nmc_dev.sim.notifynl import NotifySim, SimConfig
+from nmc_dev.sim.profielservice import ProfielSim
+from nmc_dev.sim.server import RunningServer, start_in_thread
 from privacy_scan import SCAN
 
 

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 import httpx
 import psycopg
 
-from nmc.sim.ldv import LdvSim
-from nmc.sim.notifynl import NotifySim
-from nmc.sim.profielservice import ProfielSim
 from nmc.worker.loop import Worker
+from nmc_dev.sim.ldv import LdvSim
+from nmc_dev.sim.notifynl import NotifySim
+from nmc_dev.sim.profielservice import ProfielSim
 
 API_KEY = f"nmc_test-{uuid.uuid4()}-{uuid.uuid4()}"
 CALLBACK_TOKEN = secrets.token_urlsafe(24)

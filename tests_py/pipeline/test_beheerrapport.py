@@ -27,12 +27,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from nmc import crypto
-from nmc.sim.server import start_in_thread
 from nmc.webhook_signing import SigningRing, parse_signing_ring
 from nmc.webhook_signing import new_signing_ring as make_ring
 from nmc.worker.beheerrapport import SOORT
 from nmc.worker.config import WorkerConfig
 from nmc.worker.loop import Worker
+from nmc_dev.sim.server import start_in_thread
 from privacy_scan import SCAN
 
 BEHEER_ADRES = "functioneel-beheer@testdorp.example"

@@ -1,5 +1,5 @@
 """KEK rotation while workers send: `rotate` runs through the admin code path
-(nmc.admin_ops.rotate_kek, what `nmc admin kek rotate` calls) in small batches, the worker
+(nmc.admin.operations.rotate_kek, what `nmc admin kek rotate` calls) in small batches, the worker
 holds both KEKs, and every notification is still sent to its own address.
 
 The notifications are sealed under KEK A and their send tasks fall due in three waves that
@@ -18,7 +18,8 @@ import time
 import psycopg
 from pipelinetest import sim_get
 
-from nmc import admin_ops, crypto
+from nmc import crypto
+from nmc.admin import operations as admin_ops
 from nmc.config import Settings
 from nmc.worker.loop import Worker
 

@@ -20,7 +20,6 @@ from pipelinetest import API_KEY, DV_NAAM, DV_OIN, TEMPLATE_ID, advance, sim_get
 from test_pipeline_worker import sent, verzendtaak
 
 from deploytest import parse_nmc
-from nmc import admin
 from nmc.adapters import Deferral
 from nmc.adapters.notifynl import (
     ApiKey,
@@ -30,12 +29,13 @@ from nmc.adapters.notifynl import (
     load_notify_keys,
     parse_notify_keys,
 )
+from nmc.admin import onboarding as admin
 from nmc.config import Settings
-from nmc.demo import scenario
 from nmc.errors import NmcError
-from nmc.sim.cli import _services
 from nmc.worker.config import WorkerConfig
 from nmc.worker.loop import Worker
+from nmc_dev.demo import scenario
+from nmc_dev.sim.cli import _services
 
 KEY_B = f"nmc_besluiten-{uuid.uuid4()}-{uuid.uuid4()}"
 SERVICE_A, SERVICE_B = API_KEY[-73:-37], KEY_B[-73:-37]

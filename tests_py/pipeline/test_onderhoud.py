@@ -6,7 +6,8 @@ import dataclasses
 import secrets
 import uuid
 
-from nmc import admin_ops, crypto
+from nmc import crypto
+from nmc.admin import operations as admin_ops
 from nmc.config import Settings
 from nmc.worker.config import DEFAULT_KINDS, KINDS
 from nmc.worker.loop import Worker

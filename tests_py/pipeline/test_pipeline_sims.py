@@ -15,8 +15,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from nmc.sim.notifynl import NotifySim, SimConfig
-from nmc.sim.server import start_in_thread
+from nmc_dev.sim.notifynl import NotifySim, SimConfig
+from nmc_dev.sim.server import start_in_thread
 
 SERVICE_ID, SECRET = API_KEY[-73:-37], API_KEY[-36:]
 TEMPLATE = "a0a0a0a0-0000-4000-8000-00000000000a"

@@ -25,15 +25,15 @@ from pipelinetest import API_KEY, DV_NAAM, DV_OIN, TEMPLATE_ID, Sims, advance, s
 from webhookreceiver import CONTENT_TYPE, Receiver
 
 from nmc import crypto
-from nmc.admin import check_webhook
+from nmc.admin.onboarding import check_webhook
 from nmc.api.auth import generate_dev_iam_key, issue_dev_token
 from nmc.config import Settings
 from nmc.database import with_overrides
-from nmc.sim.server import start_in_thread
 from nmc.webhook_signing import new_signing_ring
 from nmc.worker.config import WorkerConfig
 from nmc.worker.loop import Worker
 from nmc.worker.terugkoppelen import SOORT
+from nmc_dev.sim.server import start_in_thread
 
 NMC_OIN = "00000001999999999000"
 NMC_SOURCE = f"urn:nld:oin:{NMC_OIN}:systeem:nmc"

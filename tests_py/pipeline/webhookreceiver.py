@@ -29,7 +29,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from nmc.client.webhook import answer_handshake
+from nmc_client.webhook import answer_handshake
 
 HOOK_PATH = "/nmc-webhook"
 CONTENT_TYPE = "application/cloudevents-batch+json"

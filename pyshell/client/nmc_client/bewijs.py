@@ -1,0 +1,285 @@
+"""The NMC's delivery proof (afleverbewijs): verify it, online or offline, against its JWKS.
+
+The proof is a compact JWS (RFC 7515) signed by the NMC with ES256 or RS256, header `kid`
+(the key in the NMC's JWKS, `NmcClient.jwks_url`) and `typ` `afleverbewijs+jwt`. Verifying
+it means, in this order:
+
+1. the signature, with the published key the header names (a retired key stays published
+   for the delivery-proof retention, so a proof saved months ago still verifies);
+2. `iss`: the NMC you expect (its event source, `urn:nld:oin:<NMC OIN>:systeem:nmc`);
+3. `sub` and `notificatie.notificatieId`: the notification you asked for;
+4. the event chain: sequence 1, 2, ... without a gap up to the notification's `versie`, the
+   first from nothing, each `van` the `naar` before it, every (van, naar) a transition the
+   NMC allows (SPEC §4), the last one the notification's status; `definitief` exactly when
+   that status is terminal, and then `eindstatus` naming it at the last sequence.
+
+    from nmc_client import NmcClient
+    nmc = NmcClient("https://nmc.example/api/nmc/v1", token_provider=my_iam.token)
+    bewijs = nmc.afleverbewijs(notificatie_id, issuer="urn:nld:oin:<NMC OIN>:systeem:nmc")
+    open(f"{notificatie_id}.jws", "w").write(bewijs.jws)
+
+A saved proof, checked later against a saved (or the live) JWKS, by anyone:
+
+    python -m nmc_client proof.jws --jwks jwks.json --issuer urn:nld:oin:...:systeem:nmc
+
+It prints what the proof states and exits 0, or the reason it is not valid and exits 1.
+"""
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import httpx
+import jwt
+
+from .problems import NmcClientError
+from .webhook import JwksUnavailable
+
+TYP = "afleverbewijs+jwt"
+ALLOWED_ALGORITHMS = ("ES256", "RS256")
+_KEY_TYPE = {"RS256": "RSA", "ES256": "EC"}
+MAX_PROOF_LENGTH = 4 * 1024 * 1024
+
+# SPEC §4, as the NMC's trigger holds them (a test keeps this copy equal to the NMC's):
+# (van, naar), van None for the intake.
+ALLOWED_TRANSITIONS = frozenset({
+    (None, "aangenomen"),
+    ("aangenomen", "in-verzending"), ("aangenomen", "geannuleerd"), ("aangenomen", "verlopen"),
+    ("in-verzending", "verzonden"), ("in-verzending", "niet-bezorgbaar"),
+    ("in-verzending", "technisch-mislukt"), ("in-verzending", "verlopen"),
+    ("verzonden", "verzonden"), ("verzonden", "bezorgd"), ("verzonden", "niet-bezorgbaar"),
+    ("verzonden", "technisch-mislukt"), ("verzonden", "verlopen"),
+    ("verzonden", "bezorgstatus-onbekend"),
+    ("bezorgd", "definitief-bezorgd"), ("bezorgd", "verzonden"), ("bezorgd", "niet-bezorgbaar"),
+    ("bezorgd", "verlopen"),
+    ("bezorgstatus-onbekend", "bezorgd"), ("bezorgstatus-onbekend", "niet-bezorgbaar"),
+})  # fmt: skip
+TERMINAL_STATUSES = frozenset({
+    "definitief-bezorgd", "niet-bezorgbaar", "technisch-mislukt", "bezorgstatus-onbekend",
+    "verlopen", "geannuleerd",
+})  # fmt: skip
+
+
+class BewijsOngeldig(NmcClientError):
+    """The proof does not verify; `reason` says why (never a value from the proof)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class KeySource(Protocol):
+    def key(self, kid: str) -> Mapping[str, Any] | None: ...
+
+
+class StaticJwks:
+    """A JWKS document held in memory (a saved `jwks.json`), as a key source."""
+
+    def __init__(self, document: Mapping[str, Any]):
+        keys = document.get("keys") if isinstance(document, Mapping) else None
+        if not isinstance(keys, list):
+            raise BewijsOngeldig("the JWKS holds no 'keys' list")
+        self._keys = {
+            jwk["kid"]: jwk
+            for jwk in keys
+            if isinstance(jwk, Mapping) and isinstance(jwk.get("kid"), str)
+        }
+
+    def key(self, kid: str) -> Mapping[str, Any] | None:
+        return self._keys.get(kid)
+
+
+@dataclass(frozen=True)
+class Afleverbewijs:
+    """A verified proof: the JWS as received (keep it: it is the evidence), the key that
+    signed it and its claims."""
+
+    jws: str
+    kid: str
+    claims: Mapping[str, Any]
+
+    @property
+    def notificatie_id(self) -> str:
+        return self.claims["sub"]
+
+    @property
+    def definitief(self) -> bool:
+        return bool(self.claims["definitief"])
+
+    @property
+    def status(self) -> str:
+        return self.claims["notificatie"]["status"]
+
+    @property
+    def reden(self) -> str | None:
+        return self.claims["notificatie"]["reden"]
+
+    @property
+    def versie(self) -> int:
+        return int(self.claims["notificatie"]["versie"])
+
+    @property
+    def events(self) -> list[Mapping[str, Any]]:
+        return list(self.claims["events"])
+
+
+def verify_afleverbewijs(
+    jws: str, keys: KeySource, *, issuer: str, notificatie_id: str | None = None
+) -> Afleverbewijs:
+    """The verified proof, or BewijsOngeldig naming the first check that failed."""
+    jws = jws.strip()
+    if len(jws) > MAX_PROOF_LENGTH or jws.count(".") != 2:
+        raise BewijsOngeldig("not a compact JWS")
+    try:
+        header = jwt.get_unverified_header(jws)
+    except jwt.PyJWTError:
+        raise BewijsOngeldig("the JWS header cannot be read") from None
+    alg, kid = header.get("alg"), header.get("kid")
+    if alg not in ALLOWED_ALGORITHMS:
+        raise BewijsOngeldig("algorithm not allowed")
+    if "crit" in header:
+        raise BewijsOngeldig("critical header extensions are not supported")
+    if header.get("typ") != TYP:
+        raise BewijsOngeldig(f"not a delivery proof (typ is not {TYP})")
+    if not isinstance(kid, str) or not kid:
+        raise BewijsOngeldig("the JWS names no key (kid)")
+    key = _public_key(keys, kid, alg)
+    try:
+        claims = jwt.decode(
+            jws,
+            key,
+            algorithms=[alg],
+            issuer=issuer,
+            options={"require": ["iss", "sub"], "verify_aud": False},
+        )
+    except jwt.InvalidSignatureError:
+        raise BewijsOngeldig("the signature does not verify") from None
+    except jwt.InvalidIssuerError:
+        raise BewijsOngeldig("the proof is not from this NMC (iss)") from None
+    except jwt.MissingRequiredClaimError:
+        raise BewijsOngeldig("the proof lacks iss or sub") from None
+    except jwt.PyJWTError:
+        raise BewijsOngeldig("the proof is not a valid JWS") from None
+    check_inhoud(claims, notificatie_id)
+    return Afleverbewijs(jws, kid, claims)
+
+
+def check_inhoud(claims: Mapping[str, Any], notificatie_id: str | None = None) -> None:
+    """The checks on a proof's content after its signature (see the module docstring)."""
+    notificatie = claims.get("notificatie")
+    if not isinstance(notificatie, Mapping):
+        raise BewijsOngeldig("the proof names no notification")
+    subject = claims.get("sub")
+    if notificatie.get("notificatieId") != subject:
+        raise BewijsOngeldig("sub and notificatie.notificatieId differ")
+    if notificatie_id is not None and str(subject).lower() != str(notificatie_id).lower():
+        raise BewijsOngeldig("the proof is of another notification")
+    events = claims.get("events")
+    if not isinstance(events, list) or not events:
+        raise BewijsOngeldig("the proof holds no event chain")
+    vorige: str | None = None
+    for nummer, event in enumerate(events, start=1):
+        if not isinstance(event, Mapping) or event.get("sequence") != nummer:
+            raise BewijsOngeldig(f"the event chain has a gap or a repeat at sequence {nummer}")
+        van, naar = event.get("van"), event.get("naar")
+        if van != vorige:
+            raise BewijsOngeldig(f"event {nummer} does not continue from the one before")
+        if (van, naar) not in ALLOWED_TRANSITIONS:
+            raise BewijsOngeldig(f"event {nummer} is not an allowed transition")
+        vorige = naar
+    status = notificatie.get("status")
+    if notificatie.get("versie") != len(events):
+        raise BewijsOngeldig("the event chain does not end at the notification's version")
+    if vorige != status:
+        raise BewijsOngeldig("the last event is not the notification's status")
+    definitief = status in TERMINAL_STATUSES
+    if claims.get("definitief") is not definitief:
+        raise BewijsOngeldig("definitief does not match the status")
+    eindstatus = claims.get("eindstatus")
+    if definitief:
+        if not isinstance(eindstatus, Mapping) or (
+            eindstatus.get("status"),
+            eindstatus.get("reden"),
+            eindstatus.get("sequence"),
+        ) != (status, notificatie.get("reden"), len(events)):
+            raise BewijsOngeldig("eindstatus does not name the final status at the last event")
+    elif eindstatus is not None:
+        raise BewijsOngeldig("a proof that is not final names a final status")
+
+
+def _public_key(keys: KeySource, kid: str, alg: str) -> Any:
+    try:
+        jwk = keys.key(kid)
+    except JwksUnavailable:
+        raise BewijsOngeldig("the NMC's keys are unavailable") from None
+    if jwk is None:
+        raise BewijsOngeldig("unknown key (kid)")
+    if jwk.get("kty") != _KEY_TYPE[alg] or jwk.get("alg", alg) != alg:
+        raise BewijsOngeldig("the key does not fit the algorithm")
+    if alg == "ES256" and jwk.get("crv") != "P-256":
+        raise BewijsOngeldig("the key does not fit the algorithm")
+    try:
+        return jwt.PyJWK(dict(jwk), algorithm=alg).key
+    except jwt.PyJWTError:
+        raise BewijsOngeldig("the published key cannot be read") from None
+
+
+# -------------------------------------------------------------------------------------------
+# python -m nmc_client: verify a saved proof
+
+
+def load_jwks(source: str, http: httpx.Client | None = None) -> StaticJwks:
+    """A JWKS from a file, or fetched from an http(s) URL."""
+    if source.startswith(("https://", "http://")):
+        client = http or httpx.Client(timeout=10.0)
+        try:
+            response = client.get(source, headers={"Accept": "application/json"})
+            document = response.json()
+        except (httpx.HTTPError, ValueError):
+            raise BewijsOngeldig("the JWKS could not be fetched") from None
+        finally:
+            if http is None:
+                client.close()
+    else:
+        try:
+            document = json.loads(Path(source).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            raise BewijsOngeldig("the JWKS file cannot be read") from None
+    return StaticJwks(document)
+
+
+def main(argv: Sequence[str] | None = None, out=None) -> int:
+    out = out or sys.stdout
+    parser = argparse.ArgumentParser(
+        prog="python -m nmc_client",
+        description="Verify a saved delivery proof (afleverbewijs) of the NMC against a JWKS.",
+    )
+    parser.add_argument("bestand", help="the proof as saved: the compact JWS")
+    parser.add_argument("--jwks", required=True, help="a JWKS file, or the NMC's JWKS URL")
+    parser.add_argument("--issuer", required=True, help="the NMC's iss (its event source)")
+    parser.add_argument("--notificatie", help="the notification id the proof must be about")
+    args = parser.parse_args(argv)
+    try:
+        jws = Path(args.bestand).read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError):
+        out.write("ONGELDIG: the proof file cannot be read\n")
+        return 1
+    try:
+        bewijs = verify_afleverbewijs(
+            jws, load_jwks(args.jwks), issuer=args.issuer, notificatie_id=args.notificatie
+        )
+    except BewijsOngeldig as error:
+        out.write(f"ONGELDIG: {error.reason}\n")
+        return 1
+    reden = f" ({bewijs.reden})" if bewijs.reden else ""
+    out.write(
+        f"geldig: afleverbewijs van notificatie {bewijs.notificatie_id}, "
+        f"{'definitief' if bewijs.definitief else 'nog niet definitief'}: {bewijs.status}{reden}, "
+        f"versie {bewijs.versie}, {len(bewijs.events)} events; ondertekend met sleutel "
+        f"{bewijs.kid}, uitgegeven {bewijs.claims.get('uitgegevenOp')}\n"
+    )
+    return 0

@@ -1,8 +1,0 @@
-"""`python -m nmc.client PROOF --jwks JWKS --issuer ISS [--notificatie ID]`: verify a saved
-delivery proof (nmc.client.bewijs.main)."""
-
-import sys
-
-from .bewijs import main
-
-sys.exit(main())

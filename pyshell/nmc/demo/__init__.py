@@ -1,1 +1,0 @@
-"""`nmc demo`: the NMC end to end on this machine (see nmc.demo.run)."""

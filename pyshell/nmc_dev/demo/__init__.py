@@ -1,0 +1,1 @@
+"""`nmc demo`: the NMC end to end on this machine (see nmc_dev.demo.run)."""
