@@ -1,4 +1,4 @@
-"""Intake benchmark (issue 3; not a test): HTTP next to the raw SQL ceiling.
+"""Intake benchmark (not a test): HTTP next to the raw SQL ceiling.
 
     .venv/bin/python benchmarks/bench_intake.py [--seconds 10] [--workers 2] ...
 

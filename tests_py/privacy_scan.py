@@ -1,4 +1,4 @@
-"""The suite-wide scan for personal data in the NMC's outputs (issue 7, SPEC §8).
+"""The suite-wide scan for personal data in the NMC's outputs (SPEC §8).
 
 What is personal: every e-mail address, identifying number (BSN, KVK, RSIN), dvRef and
 personalisation value the tests hand to the NMC. They are registered where they go in, not

@@ -1,4 +1,4 @@
-"""Smoke test of the benchmark report (benchmarks/report.py, issue 9).
+"""Smoke test of the benchmark report (benchmarks/report.py).
 
 The report's `tiny` preset runs every benchmark end to end on small data (about half a
 minute), so neither the report nor the bench_… functions it calls can rot unnoticed. Only

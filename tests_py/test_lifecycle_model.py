@@ -1,4 +1,4 @@
-"""A stateful model test of the notification lifecycle (issue 9, SPEC §4-§6).
+"""A stateful model test of the notification lifecycle (SPEC §4-§6).
 
 A hypothesis RuleBasedStateMachine drives the real SQL functions, as the superuser, through
 random operations: intake (decentraal), send claims and their commits (verzonden,
@@ -1162,7 +1162,7 @@ class Levenscyclus(RuleBasedStateMachine):
         }
 
 
-# 200 examples of 40 steps: about 22 s against the embedded cluster (issue 9 asks for ≥ 200).
+# 200 examples of 40 steps: about 22 s against the embedded cluster (at least 200 by design).
 MODEL_INSTELLINGEN = settings(
     max_examples=200,
     stateful_step_count=40,

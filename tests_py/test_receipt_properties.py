@@ -1,5 +1,5 @@
 """Receipts, reconciliation answers and clock moves in random order against the real SQL
-(issue 5, SPEC §4-§6).
+(SPEC §4-§6).
 
 Hypothesis generates a list of steps for a handful of notifications of a fresh DV: NotifyNL
 receipts (every status, duplicated, reordered, late, with the attempt's own NotifyNL id or

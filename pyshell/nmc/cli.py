@@ -248,7 +248,7 @@ def _add_worker_command(commands: argparse._SubParsersAction) -> None:
 # --- end of the send pipeline block ---
 
 
-# --- Feed and operations (issues 6 and 7): `nmc admin epoch|report|tasks|notificatie|kek` ---
+# --- Feed and operations: `nmc admin epoch|report|tasks|notificatie|kek` ---
 
 
 def admin_epoch_raise(args: argparse.Namespace, settings: Settings) -> int:

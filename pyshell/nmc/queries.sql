@@ -281,7 +281,7 @@ SELECT nmc.finish_terugkoppelen_v2(
 ) AS uitkomst
 
 -- ============================================================================================
--- The feed, the webhook resume and operations of the DV API (issues 6 and 7, role nmc_api):
+-- The feed, the webhook resume and operations of the DV API (role nmc_api):
 -- one call per request. A name is the function's own (only the API calls these) or starts
 -- with api_ or admin_, so it cannot clash with the worker's (tests_py/test_queries.py checks).
 -- ============================================================================================
@@ -355,7 +355,7 @@ SELECT
     ) IS NOT NULL AS gereed
 
 -- ------------------------------------------------------------------------------------
--- The operator's commands (`nmc admin …`, as the admin connection; issues 6 and 7).
+-- The operator's commands (`nmc admin …`, as the admin connection).
 
 -- admin_raise_epoch --
 SELECT nmc.raise_epoch() AS epoch

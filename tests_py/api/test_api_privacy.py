@@ -146,7 +146,7 @@ def test_personal_data_appears_nowhere(client, conn, caplog, tmp_path):
     )  # fmt: skip
     call("DELETE", f"/notificaties/{notificatie_id}", headers=auth())
 
-    # The feed, the snapshot, the acknowledgement, metrics and health (issues 6 and 7).
+    # The feed, the snapshot, the acknowledgement, metrics and health.
     feed = call("GET", "/notificaties/wijzigingen", headers=auth())
     call("GET", "/notificaties/wijzigingen", params={"cursor": KENMERK}, headers=auth())
     call("PUT", "/notificaties/wijzigingen/bevestiging", json={"cursor": feed.json()["cursor"]},

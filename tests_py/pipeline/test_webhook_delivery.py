@@ -1,4 +1,4 @@
-"""Webhook delivery (`terugkoppelen`, issue 6) against a real receiver that verifies every call
+"""Webhook delivery (`terugkoppelen`) against a real receiver that verifies every call
 with the NMC's JWKS, served by the real API running on a free port.
 
 The worker reads its signing ring, peppers, event source and issuer from the environment as

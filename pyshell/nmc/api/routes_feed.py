@@ -1,4 +1,4 @@
-"""The DV's feed endpoints (SPEC §7, issue 6): changes (JSON or SSE), acknowledgement, snapshot,
+"""The DV's feed endpoints (SPEC §7): changes (JSON or SSE), acknowledgement, snapshot,
 and resuming the webhook.
 
 Every request is one SQL call (nmc.page_events, nmc.acknowledge_cursor,

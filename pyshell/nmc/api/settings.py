@@ -23,7 +23,7 @@ NMC_API_ACCESS_LOG             "0" turns the access log (method, route, status, 
 NMC_NOTIFYNL_CALLBACK_TOKEN    the bearer token NotifyNL sends on its callbacks; unset: the
                                callback answers 503 (NotifyNL then retries)
 
-The feed, the webhook keys and operations (issues 6 and 7):
+The feed, the webhook keys and operations:
 NMC_OIN                        the NMC's own OIN, for the event source (see nmc.cloudevents)
 NMC_API_EVENT_SOURCE           the CloudEvents `source` (default urn:nld:oin:<NMC_OIN>:systeem:nmc)
 NMC_API_SSE_POLL_SECONDS       how often an open SSE stream looks for new events (1)

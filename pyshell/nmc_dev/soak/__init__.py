@@ -1,4 +1,4 @@
-"""`nmc soak`: the chaos soak of issue 9 (see nmc_dev.soak.run).
+"""`nmc soak`: the chaos soak (see nmc_dev.soak.run).
 
 Modules: `workload` (the DVs and the notifications, with their personal values), `intake`
 (the DVs' submitters over the real API), `consumer` (a feed reader per DV that runs
