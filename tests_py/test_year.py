@@ -24,10 +24,13 @@ from stacktest import free_port, needs_server_binaries, private_home, processes_
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 YEAR_TIMEOUT_S = 175  # the budget is 3 minutes on this loaded 2-core machine
-# Five weeks, a ten-day term. Throughput at 70%: on a shared 2-core machine one probe differs
-# from the next by more than 10% (the full run, whose figures are in the README, holds 90%).
+# Five weeks, a ten-day term. Throughput at 50%: a probe of 600 notifications on a shared
+# 2-core machine differs from the next by up to 30% (a CI run beside other work measured send
+# at 69% of the first month, per CPU-second too), so the CI size catches what doubles the cost
+# (a missing index, a table that keeps growing), not the machine's noise; the full run, whose
+# figures are in the README, holds 90%.
 CI_ARGS = ("--days", "38", "--per-day", "60", "--term", "10 days", "--probe", "600",
-           "--throughput-share", "0.7")  # fmt: skip
+           "--throughput-share", "0.5")  # fmt: skip
 T0 = datetime(2027, 1, 1, tzinfo=UTC)
 TERM = timedelta(days=10)
 

@@ -1,4 +1,5 @@
-"""The operator's commands for the feed and operations: `nmc admin epoch|report|tasks|notificatie|kek`.
+"""The operator's commands for the feed and operations:
+`nmc admin epoch|report|tasks|notificatie|kek`.
 
 They run as the admin connection and call the SQL functions made for them (raise_epoch,
 report_onbevestigd, metrics, list_taken, reopen_taak, force_transition, kek_status,
