@@ -6,72 +6,14 @@ peak resident set (VmHWM), read from /proc.
 """
 
 import contextlib
-import os
 import socket
-import subprocess
-import sys
 import threading
-import time
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import httpx
 import pytest
 
 MIB = 1024 * 1024
-
-
-@dataclass
-class ApiProcess:
-    process: subprocess.Popen
-    port: int
-
-    def peak_rss_bytes(self) -> int:
-        status = Path(f"/proc/{self.process.pid}/status").read_text()
-        [line] = [line for line in status.splitlines() if line.startswith("VmHWM:")]
-        return int(line.split()[1]) * 1024
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture
-def api_process(api_env, dvs, tmp_path) -> Iterator[ApiProcess]:
-    if not Path("/proc/self/status").exists():
-        pytest.skip("needs /proc to read the process's memory")
-    port = _free_port()
-    log = (tmp_path / "api.log").open("wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "nmc", "api", "--port", str(port), "--no-access-log"],
-        env=dict(os.environ),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    api = ApiProcess(process, port)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert process.poll() is None, (tmp_path / "api.log").read_text()
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health/live", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "nmc api did not start"
-            time.sleep(0.1)
-        yield api
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
 
 
 @dataclass
