@@ -1,6 +1,7 @@
 """The SQL the shell sends, by name, loaded once from queries.sql next to this module."""
 
 import re
+from collections.abc import Mapping
 from importlib.resources import files
 
 from psycopg import sql
@@ -8,8 +9,9 @@ from psycopg import sql
 _HEADER = re.compile(r"^-- (\w+) --$", re.MULTILINE)
 
 
-def _load() -> dict[str, str]:
-    text = files("nmc").joinpath("queries.sql").read_text(encoding="utf-8")
+def load(package: str) -> dict[str, str]:
+    """The named queries of `package`'s queries.sql (`-- name --` headers)."""
+    text = files(package).joinpath("queries.sql").read_text(encoding="utf-8")
     names_and_bodies = _HEADER.split(text)[1:]
     return {
         name: body.strip()
@@ -17,9 +19,9 @@ def _load() -> dict[str, str]:
     }
 
 
-QUERIES = _load()
+QUERIES = load("nmc")
 
 
-def on_database(name: str, database: str) -> sql.Composed:
+def on_database(name: str, database: str, queries: Mapping[str, str] = QUERIES) -> sql.Composed:
     """Query `name` with its {database} placeholder filled in as a quoted identifier."""
-    return sql.SQL(QUERIES[name]).format(database=sql.Identifier(database))
+    return sql.SQL(queries[name]).format(database=sql.Identifier(database))

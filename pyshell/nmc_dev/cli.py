@@ -10,10 +10,10 @@ import sys
 from nmc.config import Settings
 from nmc.database import ROLE_USERS, connect, connection_url
 from nmc.errors import NmcError
-from nmc.queries import QUERIES
 from nmc_dev import clock, pgtap
 from nmc_dev.embedded_db import EmbeddedCluster, Status
 from nmc_dev.pg_binaries import client_tool
+from nmc_dev.queries import QUERIES
 from nmc_dev.sim.cli import add_arguments as add_sim_arguments
 
 EXIT_NOT_RUNNING = 3  # as pg_ctl status and LSB init scripts

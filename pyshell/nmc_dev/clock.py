@@ -12,7 +12,7 @@ import psycopg
 from nmc.config import Settings
 from nmc.database import connect, connection_url
 from nmc.errors import NmcError
-from nmc.queries import QUERIES
+from nmc_dev.queries import QUERIES
 
 
 def advance(settings: Settings, duration: str) -> datetime:

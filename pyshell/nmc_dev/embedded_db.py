@@ -30,8 +30,8 @@ from nmc.database import (
     connection_url,
 )
 from nmc.errors import NmcError
-from nmc.queries import QUERIES, on_database
 from nmc_dev.pg_binaries import SERVER_PACKAGE, server_tool
+from nmc_dev.queries import QUERIES, on_database
 
 CLUSTER_OS_USER = "postgres"
 

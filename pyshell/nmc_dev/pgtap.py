@@ -17,8 +17,8 @@ from nmc.admin.migrate import migrate
 from nmc.config import Settings, check_root
 from nmc.database import connect, connection_url
 from nmc.errors import NmcError
-from nmc.queries import QUERIES, on_database
 from nmc_dev.pg_binaries import SERVER_PACKAGE, client_tool
+from nmc_dev.queries import QUERIES, on_database
 
 TEST_DATABASE = os.environ.get("NMC_PGTAP_DATABASE") or "nmc_test_sql"
 PG_PROVE_PACKAGE = "libtap-parser-sourcehandler-pgtap-perl"

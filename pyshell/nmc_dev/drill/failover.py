@@ -40,10 +40,10 @@ from nmc.admin import onboarding as admin
 from nmc.config import Settings
 from nmc.database import connect, with_overrides
 from nmc.errors import NmcError
-from nmc.queries import QUERIES
 from nmc_dev.demo.display import Display, table
 from nmc_dev.drill.clusters import Node, ReplicaSet, lsn_number
 from nmc_dev.pg_binaries import server_bindir
+from nmc_dev.queries import QUERIES
 from nmc_dev.soak import checks, evidence, workload
 from nmc_dev.soak.checks import Verdict
 from nmc_dev.soak.consumer import FeedConsumer

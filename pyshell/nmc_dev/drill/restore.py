@@ -28,12 +28,12 @@ from nmc.admin import operations as admin_ops
 from nmc.config import Settings
 from nmc.database import connect
 from nmc.errors import NmcError
-from nmc.queries import QUERIES
 from nmc_client import CursorExpired, FeedReader, MemoryCursorStore, NmcClient, StatusChange
 from nmc_dev.demo.display import Display, table
 from nmc_dev.drill.clusters import ReplicaSet
 from nmc_dev.drill.failover import DATABASE, FailoverDrill, RecordingConsumer, multi_host_url
 from nmc_dev.pg_binaries import server_bindir
+from nmc_dev.queries import QUERIES
 from nmc_dev.soak import checks, evidence, workload
 from nmc_dev.soak.checks import Verdict
 from nmc_dev.soak.intake import API_BASE, Intake

@@ -17,7 +17,7 @@ from typing import Any, Literal
 import httpx
 
 from nmc.database import connect
-from nmc.queries import QUERIES
+from nmc_dev.queries import QUERIES
 
 # How a claim that made a send call ended, as its worker logged it.
 CallEnd = Literal["committed", "abandoned", "uncommitted"]

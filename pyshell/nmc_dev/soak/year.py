@@ -44,12 +44,12 @@ from nmc.admin import onboarding as admin
 from nmc.admin import operations as admin_ops
 from nmc.config import Settings
 from nmc.errors import NmcError
-from nmc.queries import QUERIES
 from nmc.webhook_validatie import ALLOWED_NETWORKS_ENV, Adresbeleid
 from nmc_client import NmcClient
 from nmc_dev.demo.display import Display
 from nmc_dev.embedded_db import EmbeddedCluster, Status
 from nmc_dev.pg_binaries import server_bindir
+from nmc_dev.queries import QUERIES
 from nmc_dev.sim.server import start_in_thread
 from nmc_dev.soak import evidence, privacy, workload, yearchecks
 from nmc_dev.soak.checks import Verdict, exit_code

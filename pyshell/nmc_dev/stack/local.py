@@ -31,8 +31,8 @@ from nmc.api.routes_callback import CALLBACK_PATH
 from nmc.config import Settings
 from nmc.database import Role, connect, connection_url
 from nmc.errors import NmcError
-from nmc.queries import on_database
 from nmc_dev import clock
+from nmc_dev.queries import on_database
 from nmc_dev.sim.ldv import RECORDS_PATH
 from nmc_dev.stack.child import Child, wait_until
 from nmc_dev.stack.postgres import EmbeddedPostgres

@@ -1,0 +1,262 @@
+-- The development tools' SQL (nmc_dev: the embedded cluster, pgTAP, the test clock, the
+-- soak, the drills and the year run), one named query per `-- name --` header as in
+-- pyshell/nmc/queries.sql; nmc_dev.queries offers these together with the product's.
+
+-- ------------------------------------------------------------------------------------
+-- The embedded cluster's databases, the pgTAP runner and the test clock (admin connection).
+
+-- advance_clock --
+SELECT nmc.advance_clock(%(duration)s::interval)
+
+-- server_version --
+SHOW server_version
+
+-- database_exists --
+SELECT 1 FROM pg_catalog.pg_database WHERE datname = %(name)s
+
+-- create_database --
+CREATE DATABASE {database}
+
+-- drop_database --
+DROP DATABASE IF EXISTS {database} WITH (FORCE)
+
+-- create_pgtap --
+CREATE EXTENSION IF NOT EXISTS pgtap
+
+-- ------------------------------------------------------------------------------------
+-- The chaos soak's audit after the run (`nmc soak`, nmc_dev.soak.evidence; admin connection,
+-- read only). It reads the tables themselves on purpose: it checks what the functions did.
+
+-- soak_notificaties --
+SELECT n.id::text AS id, n.dv_id, n.status::text AS status, n.reden::text AS reden, n.versie
+FROM nmc.notificatie AS n
+
+-- soak_events --
+SELECT e.notificatie_id::text AS notificatie_id, e.sequence, e.van::text AS van,
+    e.naar::text AS naar
+FROM nmc.event AS e
+ORDER BY e.notificatie_id, e.sequence, e.event_id
+
+-- soak_allowed_transitions --
+SELECT a.van::text AS van, a.naar::text AS naar FROM nmc.allowed_transitions() AS a
+
+-- soak_send_claims --
+-- The claim epoch each send task ended with: higher than an epoch the worker log shows a
+-- call under means the task was claimed again after that claim.
+SELECT t.id AS taak_id, t.claim_epoch FROM nmc.taak AS t WHERE t.soort = 'verzenden'
+
+-- soak_tasks --
+SELECT t.soort::text AS soort, t.staat::text AS staat, pg_catalog.count(*) AS aantal
+FROM nmc.taak AS t GROUP BY t.soort, t.staat
+
+-- soak_task_errors --
+SELECT DISTINCT t.laatste_fout FROM nmc.taak AS t WHERE t.laatste_fout IS NOT NULL
+
+-- drill_event_ids --
+-- `nmc drill`: every event of every DV, to check that each feed consumer read them all.
+SELECT e.dv_id, e.event_id FROM nmc.event AS e
+
+-- drill_events_of --
+SELECT e.notificatie_id, e.event_id FROM nmc.event AS e
+WHERE e.notificatie_id = ANY(%(ids)s::uuid[])
+
+-- drill_bevestiging --
+-- The acknowledged feed position per DV (its xid as a number).
+SELECT b.dv_id, b.xid::text::bigint AS xid FROM nmc.bevestiging AS b
+
+-- drill_next_xid --
+-- The next xid the cluster hands out (reading it takes none).
+SELECT pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot())::text::bigint
+
+-- drill_switch_wal --
+SELECT pg_catalog.pg_walfile_name(pg_catalog.pg_switch_wal())
+
+-- drill_last_archived --
+SELECT a.last_archived_wal FROM pg_catalog.pg_stat_archiver AS a
+
+-- soak_attempts --
+SELECT p.id::text AS poging_id, p.notificatie_id::text AS notificatie_id,
+    pg_catalog.cardinality(p.duplicaat_ids) AS duplicaten
+FROM nmc.poging AS p
+
+-- The year run's measurements (`nmc soak --year`, nmc_dev.soak.year; admin connection): the
+-- tables themselves, to check what maintenance did, and the settings it runs with.
+
+-- year_settings --
+-- The delivery-proof retention of the run (an interval), and the width of new partitions.
+UPDATE nmc.instellingen SET bewijs_bewaartermijn = %(termijn)s::interval
+RETURNING bewijs_bewaartermijn::text AS termijn,
+    pg_catalog.date_part('epoch', bewijs_bewaartermijn) / 86400 AS termijn_dagen
+
+-- year_partition_width --
+SELECT nmc.set_event_partitie_breedte(%(breedte)s::bigint) AS herschikt
+
+-- year_partition_job --
+-- How often the partition job looks (a simulated day takes seconds of the NMC clock).
+UPDATE nmc.onderhoudswerk SET herhaal_na = %(herhaal_na)s::interval WHERE werk = 'partities'
+RETURNING herhaal_na::text AS herhaal_na
+
+-- year_backend_pid --
+SELECT pg_catalog.pg_backend_pid() AS pid
+
+-- year_now --
+SELECT nmc.now() AS nu
+
+-- year_advance_clock --
+SELECT nmc.advance_clock(%(duur)s::interval) AS nu
+
+-- year_quiet --
+-- Nothing of the lifecycle due or claimed (the periodic kinds, webhook, watchdog and
+-- maintenance, come due on their own), nothing still to send or claim.
+SELECT NOT EXISTS (
+    SELECT 1 FROM nmc.taak AS t
+    WHERE t.staat = 'open' AND t.due <= nmc.now()
+        AND t.soort IN ('verzenden', 'receipt', 'reconciliëren', 'vaststellen',
+            'ongeldig-melden', 'wissen', 'onderhoud')
+) AND NOT EXISTS (
+    SELECT 1 FROM nmc.taak AS t
+    WHERE t.staat = 'claimed'
+        AND t.soort IN ('verzenden', 'receipt', 'reconciliëren', 'vaststellen',
+            'ongeldig-melden', 'wissen')
+) AND NOT EXISTS (
+    SELECT 1 FROM nmc.notificatie AS n
+    WHERE n.terminaal_op IS NULL AND n.status IN ('aangenomen', 'in-verzending')
+) AS stil
+
+-- year_truth --
+-- Every notification that changed since `sinds` (a terminal one does not change again,
+-- but for a late receipt, which clears terminaal_op first).
+SELECT n.id::text AS id, n.dv_id, n.status::text AS status, n.reden::text AS reden, n.versie,
+    n.terminaal_op
+FROM nmc.notificatie AS n
+WHERE n.terminaal_op IS NULL OR n.terminaal_op >= %(sinds)s::timestamptz
+
+-- year_step --
+-- After each simulated day: the event log's headroom, and what is past its term.
+SELECT
+    nmc.now() AS nu,
+    nmc.now() - i.bewijs_bewaartermijn AS bewijs_grens,
+    pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot())::text::bigint AS xid,
+    (SELECT pg_catalog.count(*) FROM nmc.event_default) AS default_rijen,
+    (
+        SELECT pg_catalog.max(p.xid_tot::text::bigint) FROM nmc.event_partitie AS p
+        WHERE p.verwijderd_op IS NULL
+    ) - pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot())::text::bigint
+    AS xid_ruimte,
+    (
+        SELECT pg_catalog.count(*) FROM nmc.notificatie AS n
+        WHERE n.terminaal_op < nmc.now() - i.bewijs_bewaartermijn - interval '1 day'
+    ) AS notificaties_over_termijn,
+    (
+        SELECT pg_catalog.count(*) FROM nmc.notificatie AS n
+        WHERE n.terminaal_op IS NULL OR n.terminaal_op > nmc.now() - i.bewijs_bewaartermijn
+    ) AS notificaties_binnen_termijn,
+    (
+        SELECT pg_catalog.count(*) FROM nmc.notificatie AS n
+        WHERE n.sleutel_gewrapt IS NOT NULL
+            AND n.terminaal_op < nmc.now() - i.wistermijn - interval '1 day'
+    ) AS sleutels_te_laat,
+    (
+        SELECT pg_catalog.count(*) FROM nmc.taak AS t
+        WHERE t.staat = 'done' AND t.afgerond_op < nmc.now() - interval '8 days'
+    ) AS taken_over_termijn,
+    (
+        SELECT pg_catalog.count(*) FROM nmc.verzendbudget AS b
+        WHERE b.venster_start < nmc.now() - interval '2 days'
+    ) AS budget_over_termijn,
+    (
+        SELECT pg_catalog.count(*) FROM nmc.quotumgebruik AS q
+        WHERE q.venster_start < nmc.now() - interval '3 days'
+    ) AS quotum_over_termijn,
+    (
+        SELECT pg_catalog.count(*) FROM nmc.feedaanroep AS f
+        WHERE f.venster_start < nmc.now() - interval '1 day 1 hour'
+    ) AS feedaanroep_over_termijn,
+    (SELECT pg_catalog.count(*) FROM nmc.taak AS t WHERE t.staat = 'mislukt') AS mislukt
+FROM nmc.instellingen AS i
+
+-- year_held --
+-- The live partitions a live cursor still needs (SPEC §8: an acknowledgement or a webhook
+-- position younger than its DV's max cursor age below the range's end): held, not dropped.
+SELECT p.naam FROM nmc.event_partitie AS p
+WHERE p.verwijderd_op IS NULL AND (
+    EXISTS (
+        SELECT 1 FROM nmc.bevestiging AS b
+        INNER JOIN nmc.dienstverlener AS d ON d.dv_id = b.dv_id
+        WHERE b.xid < p.xid_tot AND b.bevestigd_op > nmc.now() - d.max_cursorleeftijd
+    ) OR EXISTS (
+        SELECT 1 FROM nmc.webhookpositie AS w
+        INNER JOIN nmc.dienstverlener AS d ON d.dv_id = w.dv_id
+        WHERE w.xid < p.xid_tot AND w.geleverd_op > nmc.now() - d.max_cursorleeftijd
+    )
+)
+
+-- year_late_keys --
+-- A few live keys past their erase term by more than a day, with their wissen task.
+SELECT n.id::text AS id, n.status::text AS status, n.terminaal_op, t.due, t.staat::text AS staat
+FROM nmc.notificatie AS n
+CROSS JOIN nmc.instellingen AS i
+LEFT JOIN nmc.taak AS t ON t.notificatie_id = n.id AND t.soort = 'wissen'
+WHERE n.sleutel_gewrapt IS NOT NULL
+    AND n.terminaal_op < nmc.now() - i.wistermijn - interval '1 day'
+LIMIT 5
+
+-- year_erased_early --
+-- Data keys destroyed before their term (the erase term after the terminal status).
+SELECT pg_catalog.count(*) AS te_vroeg
+FROM nmc.notificatie AS n, nmc.instellingen AS i
+WHERE n.gewist_op < n.terminaal_op + i.wistermijn
+
+-- year_partitions --
+SELECT p.naam, p.xid_van::text::bigint AS xid_van, p.xid_tot::text::bigint AS xid_tot,
+    p.verwijderd_op,
+    p.xid_tot <= pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot()) AS gesloten
+FROM nmc.event_partitie AS p
+ORDER BY p.xid_van
+
+-- year_partition_youngest --
+SELECT pg_catalog.max(e.tijdstip) AS jongste FROM nmc.{partitie} AS e
+
+-- year_sizes --
+-- Per table (the event partitions as one): bytes with indexes and TOAST, and the
+-- statistics autovacuum works from.
+SELECT
+    coalesce(parent.relname, c.relname) AS tabel,
+    pg_catalog.sum(pg_catalog.pg_total_relation_size(c.oid))::bigint AS bytes,
+    pg_catalog.sum(coalesce(s.n_live_tup, 0))::bigint AS levend,
+    pg_catalog.sum(coalesce(s.n_dead_tup, 0))::bigint AS dood,
+    pg_catalog.sum(coalesce(s.autovacuum_count, 0))::bigint AS autovacuums,
+    pg_catalog.sum(coalesce(s.n_tup_del, 0))::bigint AS verwijderd
+FROM pg_catalog.pg_class AS c
+INNER JOIN pg_catalog.pg_namespace AS ns ON ns.oid = c.relnamespace AND ns.nspname = 'nmc'
+LEFT JOIN pg_catalog.pg_inherits AS inh ON inh.inhrelid = c.oid
+LEFT JOIN pg_catalog.pg_class AS parent ON parent.oid = inh.inhparent
+LEFT JOIN pg_catalog.pg_stat_user_tables AS s ON s.relid = c.oid
+WHERE c.relkind = 'r'
+GROUP BY 1
+
+-- year_rows --
+SELECT 'notificatie' AS tabel, pg_catalog.count(*) AS rijen FROM nmc.notificatie
+UNION ALL SELECT 'poging', pg_catalog.count(*) FROM nmc.poging
+UNION ALL SELECT 'taak', pg_catalog.count(*) FROM nmc.taak
+UNION ALL SELECT 'event', pg_catalog.count(*) FROM nmc.event
+UNION ALL SELECT 'receiptgeschiedenis', pg_catalog.count(*) FROM nmc.receiptgeschiedenis
+UNION ALL SELECT 'vaststelling', pg_catalog.count(*) FROM nmc.vaststelling
+UNION ALL SELECT 'verzendbudget', pg_catalog.count(*) FROM nmc.verzendbudget
+UNION ALL SELECT 'quotumgebruik', pg_catalog.count(*) FROM nmc.quotumgebruik
+UNION ALL SELECT 'feedaanroep', pg_catalog.count(*) FROM nmc.feedaanroep
+
+-- year_autovacuum --
+-- Autovacuum workers busy now (a probe waits for them: the day's retention just churned the
+-- tables, and their work is the month's cost, not the probe's).
+SELECT pg_catalog.count(*) AS bezig FROM pg_catalog.pg_stat_activity AS a
+WHERE a.backend_type = 'autovacuum worker'
+
+-- year_probe_sent --
+-- The probe's notifications NotifyNL accepted (or that ended otherwise) so far.
+SELECT pg_catalog.count(*) AS verzonden FROM nmc.notificatie AS n
+WHERE n.dv_id = %(dv_id)s::integer AND n.batch_id = ANY(%(batches)s::uuid[])
+    AND n.status NOT IN ('aangenomen', 'in-verzending')
+
+-- year_dv_ids --
+SELECT d.oin, d.dv_id FROM nmc.dienstverlener AS d
