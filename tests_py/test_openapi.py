@@ -356,3 +356,18 @@ def test_the_dvref_rule_and_null_are_in_the_contract(doc):
     for regie in ("decentraal", "centraal"):
         body = doc["paths"][f"/{regie}/notificaties"]["post"]["requestBody"]
         assert "UTF-8" in body["description"] and "twee keer" in body["description"]
+
+
+# --------------------------------------------------------------------------------------------
+# openapi.yaml holds the same document as the Python builders
+
+
+def test_the_yaml_is_the_document_the_builders_make(doc):
+    from importlib.resources import files
+
+    import yaml
+
+    text = files("nmc.api").joinpath("openapi.yaml").read_text(encoding="utf-8")
+    loaded = yaml.safe_load(text)
+    assert loaded == doc
+    assert json.dumps(loaded, ensure_ascii=False) == json.dumps(doc, ensure_ascii=False)
