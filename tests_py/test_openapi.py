@@ -1,5 +1,6 @@
-"""Unit tests of nmc.api.openapi: OpenAPI 3.1 validity, the NL API Design Rules linter, and
-agreement between the document and the validators."""
+"""Unit tests of the OpenAPI document (nmc/api/openapi.yaml, read by nmc.api.openapi): OpenAPI
+3.1 validity, the NL API Design Rules linter, and agreement between the document and the code
+(every limit, pattern and enum that both state)."""
 
 import json
 import os
@@ -7,14 +8,19 @@ import re
 import shutil
 import subprocess
 from datetime import UTC, datetime
+from importlib.resources import files
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nmc.api import openapi
+from nmc.afleverbewijs_signing import MEDIA_TYPE, TYP
+from nmc.api import feed_query, openapi, routes_bewijs
 from nmc.api import validation as v
+from nmc.api.problems import DEFAULT_BASE_URI, PROBLEM_TYPES
+from nmc.cloudevents import ATTRIBUTES, TYPE_PREFIX
 from nmc.status import NOTIFICATIE_STATUSES, REDENEN
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -44,6 +50,19 @@ def deref(doc, node):
     return node
 
 
+def sql_enum(name: str) -> list[str]:
+    """The values of an `nmc.` enum type, in order, from schema/0001_types.sql."""
+    text = (PROJECT_ROOT / "schema" / "0001_types.sql").read_text(encoding="utf-8")
+    body = re.search(rf"CREATE TYPE nmc\.{name} AS ENUM \((.*?)\);", text, re.DOTALL)
+    assert body, name
+    return re.findall(r"'([^']+)'", re.sub(r"--[^\n]*", "", body.group(1)))
+
+
+def parameter(doc, path: str, method: str, name: str) -> dict:
+    (found,) = [p for p in doc["paths"][path][method]["parameters"] if p["name"] == name]
+    return found
+
+
 # --------------------------------------------------------------------------------------------
 # Structure
 
@@ -62,6 +81,14 @@ def test_document_is_plain_json_and_fresh_per_call(doc):
     copy = openapi.openapi_document()
     copy["info"]["title"] = "gewijzigd"
     assert openapi.openapi_document()["info"]["title"] == doc["info"]["title"]
+
+
+def test_the_yaml_is_written_for_people():
+    text = files("nmc.api").joinpath("openapi.yaml").read_text(encoding="utf-8")
+    assert text.startswith("# The OpenAPI 3.1 document of the DV API")
+    assert "edited by hand" in text.split("\nopenapi:", 1)[0]
+    shared = [e for e in yaml.parse(text) if getattr(e, "anchor", None)]
+    assert shared == [], "no anchors or aliases: each part of the document reads on its own"
 
 
 def test_paths_and_methods(doc):
@@ -165,7 +192,7 @@ def test_notificatie_schema(doc):
     assert set(schemas["Poging"]["properties"]) == {"nummer", "status", "verzondenOp", "afgerondOp"}
     assert schemas["NotificatieStatus"]["enum"] == list(NOTIFICATIE_STATUSES)
     assert schemas["Reden"]["enum"] == [*REDENEN, None]
-    assert schemas["Poging"]["properties"]["status"]["enum"] == list(openapi.POGING_STATUSES)
+    assert schemas["Poging"]["properties"]["status"]["enum"] == sql_enum("poging_status")
 
 
 def test_problem_schema(doc):
@@ -199,14 +226,182 @@ def test_request_schemas_refuse_unknown_fields(doc):
         assert schemas[name]["additionalProperties"] is False
 
 
-def test_limits_match_the_validator(doc):
+def stated_by_the_code(doc) -> list[tuple[str, object, object]]:
+    """(where, the document's value, the code's value) for each limit, pattern and enum that
+    the document states and the code enforces or sends."""
     schemas = doc["components"]["schemas"]
-    props = schemas["DecentraalNotificatieVerzoek"]["properties"]
-    assert props["berichtType"]["pattern"] == v.BERICHTTYPE_PATTERN
-    assert props["dvRef"]["maxLength"] == v.DVREF_MAX
-    assert props["emailAdres"]["maxLength"] == v.EMAIL_MAX
-    assert schemas["Berichtgegevens"]["maxProperties"] == v.BERICHTGEGEVENS_MAX_KEYS
-    assert schemas["DecentraalBatchVerzoek"]["properties"]["notificaties"]["maxItems"] == 1000
+    decentraal = schemas["DecentraalNotificatieVerzoek"]["properties"]
+    centraal = schemas["CentraalNotificatieVerzoek"]["properties"]
+    berichtgegevens = schemas["Berichtgegevens"]
+    cloudevent = schemas["CloudEvent"]
+    zoeken = ("/notificaties", "get")
+    feed = ("/notificaties/wijzigingen", "get")
+    snapshot = ("/notificaties/_snapshot", "get")
+    geschiedenis = ("/notificaties/{notificatieId}/geschiedenis", "get")
+    afleverbewijs = doc["paths"]["/notificaties/{notificatieId}/afleverbewijs"]["get"]
+    webhook = doc["webhooks"]["statuswijzigingen"]["post"]
+    token_patterns = {
+        "WijzigingenPagina.cursor": schemas["WijzigingenPagina"]["properties"]["cursor"],
+        "Bevestiging.cursor": schemas["Bevestiging"]["properties"]["cursor"],
+        "SnapshotPagina.volgende": schemas["SnapshotPagina"]["properties"]["volgende"],
+        "SnapshotPagina.cursor": schemas["SnapshotPagina"]["properties"]["cursor"],
+        "wijzigingen ?cursor": parameter(doc, *feed, "cursor")["schema"],
+        "wijzigingen Last-Event-ID": parameter(doc, *feed, "Last-Event-ID")["schema"],
+        "snapshot ?na": parameter(doc, *snapshot, "na")["schema"],
+        "webhook Nmc-Cursor": webhook["parameters"][0]["schema"],
+    }
+    poging_statuses = sql_enum("poging_status")
+    van = [*NOTIFICATIE_STATUSES, None]
+    stated = [
+        ("dvRef maxLength", decentraal["dvRef"]["maxLength"], v.DVREF_MAX),
+        ("centraal dvRef maxLength", centraal["dvRef"]["maxLength"], v.DVREF_MAX),
+        ("?dvRef maxLength", parameter(doc, *zoeken, "dvRef")["schema"]["maxLength"], v.DVREF_MAX),
+        ("berichtType pattern", decentraal["berichtType"]["pattern"], v.BERICHTTYPE_PATTERN),
+        ("centraal berichtType", centraal["berichtType"]["pattern"], v.BERICHTTYPE_PATTERN),
+        ("dienst maxLength", decentraal["dienst"]["maxLength"], v.DIENST_MAX),
+        ("centraal dienst maxLength", centraal["dienst"]["maxLength"], v.DIENST_MAX),
+        ("emailAdres maxLength", decentraal["emailAdres"]["maxLength"], v.EMAIL_MAX),
+        ("identificatieType", centraal["identificatieType"]["enum"], list(v.IDENTIFICATIE_TYPES)),
+        ("berichtgegevens keys", berichtgegevens["maxProperties"], v.BERICHTGEGEVENS_MAX_KEYS),
+        (
+            "berichtgegevens key pattern",
+            berichtgegevens["propertyNames"]["pattern"],
+            v.BERICHTGEGEVENS_KEY_PATTERN,
+        ),
+        (
+            "berichtgegevens value maxLength",
+            berichtgegevens["additionalProperties"]["maxLength"],
+            v.BERICHTGEGEVENS_VALUE_MAX,
+        ),
+        (
+            "?limiet maximum",
+            parameter(doc, *zoeken, "limiet")["schema"]["maximum"],
+            v.LIJST_LIMIET_MAX,
+        ),
+        (
+            "?limiet default",
+            parameter(doc, *zoeken, "limiet")["schema"]["default"],
+            v.LIJST_LIMIET_DEFAULT,
+        ),
+        (
+            "?cursor pattern",
+            parameter(doc, *zoeken, "cursor")["schema"]["pattern"],
+            v.CURSOR_PATTERN,
+        ),
+        ("NotificatieStatus", schemas["NotificatieStatus"]["enum"], list(NOTIFICATIE_STATUSES)),
+        ("Reden", schemas["Reden"]["enum"], [*REDENEN, None]),
+        ("Poging.status", schemas["Poging"]["properties"]["status"]["enum"], poging_statuses),
+        (
+            "ApiVersion example",
+            doc["components"]["headers"]["ApiVersion"]["schema"]["examples"],
+            [openapi.API_VERSION],
+        ),
+        ("StatusWijziging.van", schemas["StatusWijziging"]["properties"]["van"]["enum"], van),
+        ("CloudEvent required", cloudevent["required"], list(ATTRIBUTES)),
+        (
+            "CloudEvent type",
+            cloudevent["properties"]["type"]["enum"],
+            [TYPE_PREFIX + status for status in NOTIFICATIE_STATUSES],
+        ),
+        ("CloudEvent example type", cloudevent["examples"][0]["type"], TYPE_PREFIX + "bezorgd"),
+        (
+            "wijzigingen ?limiet maximum",
+            parameter(doc, *feed, "limiet")["schema"]["maximum"],
+            feed_query.FEED_LIMIET_MAX,
+        ),
+        (
+            "snapshot ?limiet maximum",
+            parameter(doc, *snapshot, "limiet")["schema"]["maximum"],
+            feed_query.SNAPSHOT_LIMIET_MAX,
+        ),
+        (
+            "snapshot ?limiet default",
+            parameter(doc, *snapshot, "limiet")["schema"]["default"],
+            feed_query.SNAPSHOT_LIMIET_DEFAULT,
+        ),
+        *(
+            (f"{where} pattern", schema["pattern"], feed_query.TOKEN_PATTERN)
+            for where, schema in token_patterns.items()
+        ),
+        (
+            "afleverbewijs media type",
+            list(afleverbewijs["responses"]["200"]["content"]),
+            [MEDIA_TYPE],
+        ),
+        (
+            "geschiedenis ?limiet maximum",
+            parameter(doc, *geschiedenis, "limiet")["schema"]["maximum"],
+            routes_bewijs.GESCHIEDENIS_LIMIET_MAX,
+        ),
+        (
+            "geschiedenis ?limiet default",
+            parameter(doc, *geschiedenis, "limiet")["schema"]["default"],
+            routes_bewijs.GESCHIEDENIS_LIMIET_DEFAULT,
+        ),
+        (
+            "geschiedenis ?cursor pattern",
+            parameter(doc, *geschiedenis, "cursor")["schema"]["pattern"],
+            routes_bewijs.GESCHIEDENIS_CURSOR_PATTERN,
+        ),
+        (
+            "Geschiedenis.volgende pattern",
+            schemas["Geschiedenis"]["properties"]["volgende"]["pattern"],
+            routes_bewijs.GESCHIEDENIS_CURSOR_PATTERN,
+        ),
+        ("BewijsEvent.van", schemas["BewijsEvent"]["properties"]["van"]["enum"], van),
+        *(
+            (f"{name}.status", schemas[name]["properties"]["status"]["enum"], poging_statuses)
+            for name in ("BewijsPoging", "GeschiedenisPoging")
+        ),
+    ]
+    for name in ("DecentraalBatchVerzoek", "CentraalBatchVerzoek"):
+        notificaties = schemas[name]["properties"]["notificaties"]
+        stated.append((f"{name} maxItems", notificaties["maxItems"], v.BATCH_MAX))
+    return stated
+
+
+def test_limits_patterns_and_enums_match_the_code(doc):
+    stated = stated_by_the_code(doc)
+    differ = [(where, ours, code) for where, ours, code in stated if ours != code]
+    assert differ == []
+
+
+def test_texts_state_the_limits_of_the_code(doc):
+    schemas = doc["components"]["schemas"]
+    berichtgegevens = schemas["Berichtgegevens"]["description"]
+    assert f"ten hoogste {v.BERICHTGEGEVENS_MAX_KEYS} sleutels" in berichtgegevens
+    assert f"ten hoogste {v.BERICHTGEGEVENS_TOTAL_MAX_BYTES} bytes" in berichtgegevens
+    for name in ("DecentraalBatchVerzoek", "CentraalBatchVerzoek"):
+        assert f"van 1 tot {v.BATCH_MAX} notificaties" in schemas[name]["description"]
+    afleverbewijs = doc["paths"]["/notificaties/{notificatieId}/afleverbewijs"]["get"]
+    assert f"typ {TYP}." in afleverbewijs["description"]
+
+
+def problem_examples(node, where=""):
+    """Every example of an application/problem+json body in the document, with its place."""
+    if isinstance(node, dict):
+        problem = node.get("application/problem+json")
+        if isinstance(problem, dict) and "example" in problem:
+            yield where, problem["example"]
+        for key, value in node.items():
+            yield from problem_examples(value, f"{where}/{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from problem_examples(value, f"{where}/{index}")
+
+
+def test_problem_examples_are_the_problems_the_api_answers(doc):
+    examples = list(problem_examples(doc))
+    assert len(examples) >= 10
+    for where, example in examples:
+        if example["type"] == "about:blank":
+            continue
+        slug = example["type"].removeprefix(DEFAULT_BASE_URI)
+        assert slug in PROBLEM_TYPES, where
+        assert (example["status"], example["title"]) == (
+            PROBLEM_TYPES[slug].status,
+            PROBLEM_TYPES[slug].title,
+        ), where
 
 
 @pytest.mark.parametrize("sample", ["a", "x.y_z-1", "", "met spatie", "é", "x" * 100, "x" * 101])

@@ -38,7 +38,7 @@ from nmc.api.problems import PROBLEM_TYPES, SQLSTATE_PROBLEMS, problem_for
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 METHODS = ("get", "post", "put", "patch", "delete")
 # Under the base path but outside the DV contract: NotifyNL's callback has its own
-# (docs/notifynl-callback.md); the JWKS is RFC 7517 at a well-known URI (openapi_feed).
+# (docs/notifynl-callback.md); the JWKS is RFC 7517 at a well-known URI (see openapi.yaml).
 NOT_IN_THE_DV_CONTRACT = {
     ("/notifynl-callback", "post"),
     ("/.well-known/jwks.json", "get"),

@@ -48,7 +48,8 @@ class ValidationFailed(Exception):
         self.violations = violations
 
 
-# Limits, shared with the OpenAPI document.
+# Limits, also stated in the OpenAPI document (nmc/api/openapi.yaml; tests_py/test_openapi.py
+# compares the two).
 DVREF_MAX = 200
 BERICHTTYPE_MAX = 100
 BERICHTTYPE_PATTERN = r"^[A-Za-z0-9._-]{1,100}$"
