@@ -1,7 +1,7 @@
 -- A DV's webhook is validated before it is used and when its URL changes (SPEC §7): the
 -- result is recorded, and the webhook task delivers nothing until the current URL passed.
 BEGIN;
-SELECT plan(20);
+SELECT plan(21);
 \ir fixtures/setup.sql
 
 DELETE FROM nmc.taak;
@@ -88,6 +88,10 @@ SELECT throws_ok(
 SELECT throws_ok(
     $$SELECT nmc.record_webhookvalidatie(1002, 'https://dv.example/nieuw', 'geldig', NULL)$$,
     'NM005', NULL, 'a DV without a webhook has nothing to validate'
+);
+SELECT throws_ok(
+    $$SELECT nmc.record_webhookvalidatie(1001, 'https://dv.example/nieuw', 'bestaand', NULL)$$,
+    '22023', NULL, 'bestaand is the migration''s outcome: no validation records it'
 );
 
 -- nmc.webhook_gevalideerd: only a geldig or bestaand outcome, for exactly that URL and DV.
