@@ -2,7 +2,7 @@
 -- DV and day, its unacknowledged terminal statuses past the ack term and the flag for a high
 -- share of geen-contactgegevens; planned like the maintenance jobs.
 BEGIN;
-SELECT plan(40);
+SELECT plan(51);
 \ir fixtures/setup.sql
 
 DELETE FROM nmc.taak;
@@ -243,6 +243,138 @@ SELECT nmc.finish_beheerrapport(
 SELECT is(
     (SELECT array_agg(b.id) FROM nmc.beheerrapport AS b WHERE b.dv_id = 1001),
     ARRAY[(pg_temp.r('n')).rapport_id], 'older reports are deleted after the retention'
+);
+
+-- nmc.beheerkanaal_soort: mailto with an address, an http(s) URL with a host, else none.
+CREATE FUNCTION pg_temp.soorten(p_kanalen text[]) RETURNS text[]
+LANGUAGE sql AS $$
+    SELECT array_agg(coalesce(nmc.beheerkanaal_soort(k.kanaal), '-') ORDER BY k.nr)
+    FROM unnest(p_kanalen) WITH ORDINALITY AS k (kanaal, nr)
+$$;
+SELECT is(
+    pg_temp.soorten(ARRAY[
+        'mailto:beheer@voorbeeld.nl', 'MAILTO:Beheer@Voorbeeld.NL',
+        'mailto:beheer@voorbeeld.nl?subject=NMC'
+    ]),
+    ARRAY['mailto', 'mailto', 'mailto'],
+    'a mailto: channel with one address (any case, with a query) is an e-mail channel'
+);
+SELECT is(
+    pg_temp.soorten(ARRAY[
+        'https://dv.example/beheer', 'HTTPS://DV.EXAMPLE', 'http://127.0.0.1:8080/rapport'
+    ]),
+    ARRAY['https', 'https', 'https'],
+    'an http(s) URL with a host is an https channel'
+);
+SELECT is(
+    pg_temp.soorten(ARRAY[
+        NULL, '', 'beheer@voorbeeld.nl', 'mailto:', 'mailto:beheer', 'mailto:a@b@voorbeeld.nl',
+        'mailto:be heer@voorbeeld.nl', 'mailto:?to=beheer@voorbeeld.nl', 'https://', 'https:///pad',
+        'ftp://dv.example/beheer', ' https://dv.example', 'dv.example/beheer'
+    ]),
+    array_fill('-'::text, ARRAY[13]),
+    'anything else is no channel: no address, no host, another scheme, leading space, none'
+);
+
+-- nmc.beheerrapport_due: the report time of that day in Amsterdam, whatever the session's
+-- time zone; a day of 23 or 25 hours where summer time starts or ends.
+SET LOCAL timezone = 'Pacific/Auckland';
+SELECT is(
+    ARRAY[
+        nmc.beheerrapport_due('2027-01-15'), nmc.beheerrapport_due('2027-07-15'),
+        nmc.beheerrapport_due('2027-03-28'), nmc.beheerrapport_due('2027-10-31')
+    ],
+    ARRAY[
+        '2027-01-15 06:00+00', '2027-07-15 05:00+00', '2027-03-28 05:00+00',
+        '2027-10-31 06:00+00'
+    ]::timestamptz[],
+    'due at 07:00 in Amsterdam: 06:00 UTC in winter, 05:00 UTC in summer'
+);
+RESET timezone;
+SELECT is(
+    ARRAY[
+        nmc.beheerrapport_due('2027-03-28') - nmc.beheerrapport_due('2027-03-27'),
+        nmc.beheerrapport_due('2027-11-01') - nmc.beheerrapport_due('2027-10-31')
+    ],
+    ARRAY[interval '23 hours', interval '24 hours'],
+    'the day summer time starts the report comes 23 hours after the one before, then 24 again'
+);
+SELECT is(
+    nmc.beheerrapport_due('2027-10-31') - nmc.beheerrapport_due('2027-10-30'),
+    interval '25 hours',
+    'the day it ends, 25 hours after'
+);
+SELECT nmc.configure_beheerrapport('{"tijd": "23:30"}');
+SELECT is(
+    nmc.beheerrapport_due('2027-12-31'), '2027-12-31 22:30+00'::timestamptz,
+    'at the configured time of day'
+);
+
+-- nmc.list_beheerrapporten: newest day first, then by DV, at least 1 and at most 10,000.
+DELETE FROM nmc.beheerrapport;
+INSERT INTO nmc.beheerrapport (
+    id, dv_id, dag, kanaal, onbevestigd, onbevestigd_afgekapt, geen_contactgegevens_aandeel,
+    geen_contactgegevens_drempel, boven_drempel, uitkomst, notifynl_id, aangemaakt_op,
+    afgerond_op
+) VALUES
+(
+    gen_random_uuid(), 1002, '2027-01-02', 'https', 0, FALSE, NULL, 0.3, FALSE,
+    'niets-te-melden', NULL, '2027-01-02 06:00+00', '2027-01-02 06:01+00'
+),
+(
+    gen_random_uuid(), 1001, '2027-01-01', 'mailto', 3, TRUE, 0.5, 0.3, TRUE, 'verzonden',
+    gen_random_uuid(), '2027-01-01 06:00+00', '2027-01-01 06:02+00'
+),
+(
+    gen_random_uuid(), 1002, '2027-01-01', 'https', 1, FALSE, NULL, 0.3, FALSE, NULL, NULL,
+    '2027-01-01 06:00+00', NULL
+),
+(
+    gen_random_uuid(), 1001, '2027-01-02', 'mailto', 0, FALSE, 0.0, 0.3, FALSE, NULL, NULL,
+    '2027-01-02 06:00+00', NULL
+);
+SELECT results_eq(
+    'SELECT * FROM nmc.list_beheerrapporten()',
+    $$VALUES
+        (1001, '2027-01-02'::date, 'mailto', 0, FALSE, 0.0::double precision, FALSE, NULL::text,
+            NULL::timestamptz),
+        (1002, '2027-01-02', 'https', 0, FALSE, NULL, FALSE, 'niets-te-melden',
+            '2027-01-02 06:01+00'),
+        (1001, '2027-01-01', 'mailto', 3, TRUE, 0.5, TRUE, 'verzonden', '2027-01-01 06:02+00'),
+        (1002, '2027-01-01', 'https', 1, FALSE, NULL, FALSE, NULL, NULL)$$,
+    'the reports, newest day first and by DV, with their counts and outcome'
+);
+SELECT is(
+    (
+        SELECT array_agg(a.naam ORDER BY a.nr)
+        FROM pg_catalog.pg_proc AS p,
+            unnest(p.proargnames, p.proargmodes::text[]) WITH ORDINALITY AS a (naam, modus, nr)
+        WHERE p.oid = 'nmc.list_beheerrapporten(integer)'::regprocedure AND a.modus = 't'
+    ),
+    ARRAY[
+        'dv_id', 'dag', 'kanaal', 'onbevestigd', 'onbevestigd_afgekapt',
+        'geen_contactgegevens_aandeel', 'boven_drempel', 'uitkomst', 'afgerond_op'
+    ],
+    'a report is listed by its channel kind and counts only (no address, no NotifyNL id)'
+);
+SELECT is(
+    ARRAY[
+        (SELECT count(*) FROM nmc.list_beheerrapporten(2)),
+        (SELECT count(*) FROM nmc.list_beheerrapporten(0)),
+        (SELECT count(*) FROM nmc.list_beheerrapporten(-5))
+    ],
+    ARRAY[2, 1, 1]::bigint[],
+    'at most limiet reports, and at least one'
+);
+INSERT INTO nmc.beheerrapport (
+    id, dv_id, dag, kanaal, onbevestigd, onbevestigd_afgekapt, geen_contactgegevens_drempel,
+    boven_drempel, aangemaakt_op
+)
+SELECT gen_random_uuid(), 1001, date '1990-01-01' + d, 'mailto', 0, FALSE, 0.3, FALSE, nmc.now()
+FROM generate_series(0, 10000) AS d;
+SELECT is(
+    (SELECT count(*) FROM nmc.list_beheerrapporten(20000)), 10000::bigint,
+    'and never more than 10,000'
 );
 
 SELECT * FROM finish();

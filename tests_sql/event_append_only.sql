@@ -1,6 +1,6 @@
 -- The event log is append only, and lands in an xid range partition.
 BEGIN;
-SELECT plan(12);
+SELECT plan(15);
 \ir fixtures/setup.sql
 
 SELECT pg_temp.nieuwe_notificatie() AS id \gset
@@ -70,6 +70,32 @@ SELECT results_eq(
     $$SELECT naam, xid_van::text FROM nmc.event_partitie ORDER BY xid_van LIMIT 1$$,
     $$VALUES ('event_x000000000000', '0')$$,
     'the first range is registered for maintenance'
+);
+
+-- nmc.protect_event_partitie: a partition made by hand (its name needs quoting) has the row
+-- triggers the parent's clone, but no TRUNCATE trigger until it is given one.
+CREATE TABLE nmc."event_Proef" PARTITION OF nmc.event
+FOR VALUES FROM ('9000000000000000') TO ('9000000000001000');
+SELECT lives_ok(
+    'TRUNCATE nmc."event_Proef"',
+    'a partition without its own trigger can be truncated: the parent''s does not fire'
+);
+SELECT nmc.protect_event_partitie('nmc."event_Proef"');
+SELECT throws_ok(
+    'TRUNCATE nmc."event_Proef"',
+    'NM004', 'the event log is append only (TRUNCATE refused)',
+    'protect_event_partitie gives it a TRUNCATE trigger that refuses (NM004)'
+);
+SELECT nmc.protect_event_partitie('nmc."event_Proef"');
+SELECT is(
+    (
+        SELECT
+            array_agg(format('%s %s %s', g.tgname, g.tgtype & (1 | 2 | 32), g.tgfoid::regprocedure))
+        FROM pg_catalog.pg_trigger AS g
+        WHERE g.tgrelid = 'nmc."event_Proef"'::regclass AND g.tgtype & 32 <> 0
+    ),
+    ARRAY['event_no_truncate 34 nmc.refuse_event_change()'],
+    'one BEFORE TRUNCATE statement trigger (type bits 2 | 32), also when given twice'
 );
 
 SELECT * FROM finish();

@@ -1,7 +1,7 @@
 -- Maintenance as tasks: one open task per job, claimed like any task, each run one short
 -- transaction that plans the next; the re-wrap job follows the newest active KEK.
 BEGIN;
-SELECT plan(28);
+SELECT plan(34);
 \ir fixtures/setup.sql
 
 -- A fresh log: its one range is cut to the width the setting gives.
@@ -195,6 +195,57 @@ SELECT results_eq(
 -- A job whose task is exhausted waits for an operator: no second task beside it.
 UPDATE nmc.taak SET staat = 'mislukt' WHERE payload ->> 'werk' = 'retentie';
 SELECT is(nmc.ensure_onderhoud('kek-2'), 0, 'a mislukt job is not planned again');
+
+-- nmc.plan_onderhoud: the same row opens again, clean, due now or after its job's pause.
+SELECT t.id AS plan_taak FROM nmc.taak AS t WHERE t.payload ->> 'werk' = 'partities' \gset
+CREATE FUNCTION pg_temp.als_geclaimd(p_taak bigint) RETURNS void
+LANGUAGE sql AS $$
+    UPDATE nmc.taak
+    SET staat = 'claimed', lease_eigenaar = 'w1', lease_tot = nmc.now() + interval '2 minutes',
+        pogingen = 3, uitstellen = 2, laatste_fout = 'time-out'
+    WHERE id = p_taak
+$$;
+SELECT pg_temp.als_geclaimd(:plan_taak);
+SELECT is(
+    nmc.plan_onderhoud(:plan_taak, FALSE),
+    nmc.now() + (SELECT w.herhaal_na FROM nmc.onderhoudswerk AS w WHERE w.werk = 'partities'),
+    'nothing more to do: due after the job''s pause, which it returns'
+);
+SELECT results_eq(
+    format(
+        $$SELECT staat::text, lease_eigenaar, lease_tot, pogingen, uitstellen, laatste_fout, payload
+          FROM nmc.taak WHERE id = %s$$,
+        :plan_taak
+    ),
+    $$VALUES (
+        'open', NULL::text, NULL::timestamptz, 0, 0, NULL::text, '{"werk": "partities"}'::jsonb
+    )$$,
+    'the task is open again without lease, tries or last error, its payload kept'
+);
+SELECT pg_temp.als_geclaimd(:plan_taak);
+SELECT is(
+    nmc.plan_onderhoud(:plan_taak, TRUE, '{"werk": "partities", "na": 7}'), nmc.now(),
+    'more to do: due at once'
+);
+SELECT is(
+    (SELECT payload FROM nmc.taak WHERE id = :plan_taak), '{"werk": "partities", "na": 7}'::jsonb,
+    'with the payload given (a job''s cursor)'
+);
+INSERT INTO nmc.taak (soort, dv_id, due, staat, aangemaakt_op, afgerond_op)
+VALUES ('terugkoppelen', 1001, nmc.now(), 'done', nmc.now(), nmc.now())
+RETURNING id AS geen_onderhoud \gset
+SELECT is(
+    ARRAY[
+        nmc.plan_onderhoud(:geen_onderhoud, TRUE),
+        nmc.plan_onderhoud(-1, TRUE)
+    ],
+    ARRAY[NULL, NULL]::timestamptz[],
+    'a task that is no maintenance job, or no task: NULL'
+);
+SELECT is(
+    (SELECT staat::text FROM nmc.taak WHERE id = :geen_onderhoud), 'done',
+    'and nothing is reopened'
+);
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,7 +1,7 @@
 -- A DV's webhook is validated before it is used and when its URL changes (SPEC §7): the
 -- result is recorded, and the webhook task delivers nothing until the current URL passed.
 BEGIN;
-SELECT plan(14);
+SELECT plan(21);
 \ir fixtures/setup.sql
 
 DELETE FROM nmc.taak;
@@ -88,6 +88,58 @@ SELECT throws_ok(
 SELECT throws_ok(
     $$SELECT nmc.record_webhookvalidatie(1002, 'https://dv.example/nieuw', 'geldig', NULL)$$,
     'NM005', NULL, 'a DV without a webhook has nothing to validate'
+);
+SELECT throws_ok(
+    $$SELECT nmc.record_webhookvalidatie(1001, 'https://dv.example/nieuw', 'bestaand', NULL)$$,
+    '22023', NULL, 'bestaand is the migration''s outcome: no validation records it'
+);
+
+-- nmc.webhook_gevalideerd: only a geldig or bestaand outcome, for exactly that URL and DV.
+DELETE FROM nmc.webhookvalidatie;
+SELECT is(
+    nmc.webhook_gevalideerd(1001, 'https://dv.example/nieuw'), FALSE,
+    'a webhook without any validation is not validated'
+);
+INSERT INTO nmc.webhookvalidatie (dv_id, url, uitkomst, detail, gevalideerd_op)
+VALUES (1001, 'https://dv.example/nieuw', 'geldig', NULL, nmc.now());
+SELECT is(
+    nmc.webhook_gevalideerd(1001, 'https://dv.example/nieuw'), TRUE,
+    'a geldig outcome validates exactly the URL it was for'
+);
+SELECT is(
+    ARRAY[
+        nmc.webhook_gevalideerd(1001, 'https://dv.example/nieuw/'),
+        nmc.webhook_gevalideerd(1001, 'HTTPS://DV.EXAMPLE/NIEUW'),
+        nmc.webhook_gevalideerd(1001, NULL)
+    ],
+    ARRAY[FALSE, FALSE, FALSE],
+    'any other URL (a trailing slash, another case, none) is not validated by it'
+);
+SELECT is(
+    nmc.webhook_gevalideerd(1002, 'https://dv.example/nieuw'), FALSE,
+    'nor is the same URL of another DV'
+);
+UPDATE nmc.webhookvalidatie SET uitkomst = 'bestaand' WHERE dv_id = 1001;
+SELECT is(
+    nmc.webhook_gevalideerd(1001, 'https://dv.example/nieuw'), TRUE,
+    'a webhook in use before validation existed (bestaand) stays validated for its URL'
+);
+-- The outcome recorded, then whether the URL counts as validated.
+CREATE FUNCTION pg_temp.gevalideerd_na(p_uitkomst text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE nmc.webhookvalidatie SET uitkomst = p_uitkomst WHERE dv_id = 1001;
+    RETURN nmc.webhook_gevalideerd(1001, 'https://dv.example/nieuw');
+END $$;
+SELECT is(
+    (
+        SELECT array_agg(pg_temp.gevalideerd_na(u.uitkomst) ORDER BY u.uitkomst)
+        FROM unnest(
+            ARRAY['adres-geweigerd', 'geen-handshake', 'onbereikbaar', 'ongeldige-url']
+        ) AS u (uitkomst)
+    ),
+    ARRAY[FALSE, FALSE, FALSE, FALSE],
+    'no failed outcome (adres-geweigerd, geen-handshake, onbereikbaar, ongeldige-url) validates'
 );
 
 SELECT * FROM finish();
