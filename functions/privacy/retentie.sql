@@ -17,36 +17,39 @@ BEGIN
     -- Attempts (ON DELETE CASCADE) and tasks (trigger notificatie_taken_weg) go with their
     -- notification; so do its receipt history and settlement record, the delivery proof's
     -- (nmc.receiptgeschiedenis, nmc.vaststelling: ON DELETE CASCADE).
-    DELETE FROM nmc.notificatie AS n
-    WHERE n.id IN (
+    -- Each batch is chosen once (MATERIALIZED): as `id IN (SELECT … LIMIT)` the planner
+    -- may rescan the sub-select per row, and with SKIP LOCKED a rescan picks other rows,
+    -- so a batch of 1 deleted 2.
+    WITH batch AS MATERIALIZED (
         SELECT x.id FROM nmc.notificatie AS x
         WHERE x.terminaal_op < v_nu - (SELECT i.bewijs_bewaartermijn FROM nmc.instellingen AS i)
         ORDER BY x.terminaal_op
         LIMIT p_batch
         FOR UPDATE SKIP LOCKED
-    );
+    )
+    DELETE FROM nmc.notificatie AS n USING batch AS b WHERE n.id = b.id;
     GET DIAGNOSTICS v_notificaties = ROW_COUNT;
 
-    DELETE FROM nmc.taak AS t
-    WHERE t.id IN (
+    WITH batch AS MATERIALIZED (
         SELECT x.id FROM nmc.taak AS x
         WHERE x.staat = 'done' AND x.afgerond_op < v_nu - INTERVAL '7 days'
         LIMIT p_batch
         FOR UPDATE SKIP LOCKED
-    );
+    )
+    DELETE FROM nmc.taak AS t USING batch AS b WHERE t.id = b.id;
     GET DIAGNOSTICS v_taken = ROW_COUNT;
 
     -- The operators' audit trail explains events and notifications: it is kept as long as
     -- they are (the delivery-proof retention), then goes. Ids grow with time, so the oldest
     -- actions are the first ones.
-    DELETE FROM nmc.beheeractie AS a
-    WHERE a.id IN (
+    WITH batch AS MATERIALIZED (
         SELECT x.id FROM nmc.beheeractie AS x
         WHERE x.tijdstip < v_nu - (SELECT i.bewijs_bewaartermijn FROM nmc.instellingen AS i)
         ORDER BY x.id
         LIMIT p_batch
         FOR UPDATE SKIP LOCKED
-    );
+    )
+    DELETE FROM nmc.beheeractie AS a USING batch AS b WHERE a.id = b.id;
     GET DIAGNOSTICS v_beheeracties = ROW_COUNT;
 
     DELETE FROM nmc.quotumgebruik AS q WHERE q.venster_start < v_nu - INTERVAL '2 days';
