@@ -1,14 +1,52 @@
-"""queries.sql is shared by the API, the worker and the CLI: every name must be unique."""
+"""queries.sql is shared by the API, the worker and the CLI: every name must be unique, and
+every query must run on the migrated database as each role whose code sends it."""
 
 import re
 from importlib.resources import files
+from pathlib import Path
 
+import psycopg
+
+from named_queries import check_every_query, read_named_queries, roles_in_code
 from nmc.queries import QUERIES
+
+PYSHELL = Path(__file__).resolve().parent.parent / "pyshell"
+
+
+def queries_text() -> str:
+    return files("nmc").joinpath("queries.sql").read_text(encoding="utf-8")
 
 
 def test_every_query_name_is_unique():
-    text = files("nmc").joinpath("queries.sql").read_text(encoding="utf-8")
-    names = re.findall(r"^-- (\w+) --$", text, flags=re.MULTILINE)
+    names = re.findall(r"^-- (\w+) --$", queries_text(), flags=re.MULTILINE)
     duplicates = sorted({name for name in names if names.count(name) > 1})
     assert duplicates == []
     assert len(names) == len(QUERIES)
+
+
+def test_sections_name_the_role_that_runs_their_queries():
+    queries = {query.name: query for query in read_named_queries(queries_text())}
+    assert set(queries) == set(QUERIES)
+    assert queries["lock_migrations"].role == "admin"
+    assert queries["intake_notificatie"].role == "nmc_api"
+    assert queries["claim_verzenden"].role == "nmc_worker"
+    assert queries["page_events"].role == "nmc_api"
+    assert queries["admin_kek_status"].role == "admin"
+    assert queries["worker_ready"].role == "nmc_worker"
+    assert queries["console_statussen"].role == "nmc_console"
+
+
+def test_the_code_of_each_role_is_found():
+    run_as = roles_in_code(PYSHELL, set(QUERIES))
+    assert run_as["intake_notificaties"] == {"nmc_api"}
+    assert run_as["ensure_onderhoud"] == {"nmc_worker"}
+    assert run_as["console_taak"] == {"nmc_console"}
+    assert run_as["apply_dienstverlener"] == {"admin"}
+
+
+def test_every_query_prepares_as_the_roles_that_run_it(conn: psycopg.Connection):
+    """Each function a query calls exists with the argument types it passes and is granted
+    to every role whose code sends the query (its section's role when no code names it)."""
+    queries = read_named_queries(queries_text())
+    run_as = roles_in_code(PYSHELL, set(QUERIES))
+    assert check_every_query(conn, queries, run_as) == []

@@ -1,0 +1,91 @@
+"""The previous release's queries still run on a database migrated to this tree.
+
+A rolling deploy migrates the database while API, worker and console processes of the
+previous release still run: every function their queries.sql calls must still exist with the
+argument types it passes and be granted to the role that calls it. The copy of that file and
+the commit it came from are in tests_py/previous_release/.
+"""
+
+import re
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from named_queries import NamedQuery, check_every_query, check_runs_as_role, read_named_queries
+
+PREVIOUS_QUERIES = Path(__file__).parent / "previous_release" / "queries.sql"
+
+# The roles that release's code ran a query as, where they differ from its section's role
+# (from its pyshell/ with named_queries.roles_in_code): its worker's maintenance and erasure
+# (nmc.worker.onderhoud, nmc.worker.wissen), its API's clock, and admin commands (onboarding,
+# the beheer report) whose queries sit in the API's and the worker's sections.
+RUN_AS = {
+    "clock_now": {"admin", "nmc_api"},
+    "maintain_event_partities": {"nmc_worker"},
+    "drop_event_partities": {"nmc_worker"},
+    "delete_expired": {"nmc_worker"},
+    "process_wissen": {"nmc_worker"},
+    "apply_dienstverlener": {"admin"},
+    "list_dienstverleners": {"admin"},
+    "get_webhookvalidatie": {"admin"},
+    "configure_beheerrapport": {"admin"},
+    "list_beheerrapporten": {"admin"},
+}
+
+
+def previous_queries() -> list[NamedQuery]:
+    return read_named_queries(PREVIOUS_QUERIES.read_text(encoding="utf-8"))
+
+
+def test_the_copy_names_the_roles_that_ran_it():
+    queries = {query.name: query for query in previous_queries()}
+    assert len(queries) == 109
+    assert queries["intake_notificatie"].role == "nmc_api"
+    assert queries["claim_verzenden"].role == "nmc_worker"
+    assert queries["page_events"].role == "nmc_api"
+    assert queries["admin_kek_status"].role == "admin"
+    assert queries["console_statussen"].role == "nmc_console"
+    assert set(RUN_AS) <= set(queries)
+
+
+def test_every_previous_query_prepares_as_its_role(conn: psycopg.Connection):
+    assert check_every_query(conn, previous_queries(), RUN_AS) == []
+
+
+def test_previous_utility_statements_call_no_function():
+    utility = [query for query in previous_queries() if not query.preparable]
+    assert [query.name for query in utility] == [
+        "act_as_owner",
+        "server_version",
+        "create_database",
+        "drop_database",
+        "create_pgtap",
+    ]
+    assert [query.name for query in utility if "nmc." in query.statement] == []
+
+
+def test_the_functions_previous_readiness_looks_up_exist(conn: psycopg.Connection):
+    """api_ready and worker_ready find this version's functions with to_regprocedure: one
+    that is gone does not fail the query, it turns the process of that release unready."""
+    signatures = re.findall(
+        r"to_regprocedure\(\s*'([^']+)'\s*\)", PREVIOUS_QUERIES.read_text(encoding="utf-8")
+    )
+    assert len(signatures) > 5
+    missing = [
+        signature
+        for signature in signatures
+        if conn.execute("SELECT pg_catalog.to_regprocedure(%s)", (signature,)).fetchone()[0] is None
+    ]
+    assert missing == []
+
+
+@pytest.mark.parametrize("role", ["nmc_api", "nmc_worker"])
+def test_a_dropped_function_fails_the_check(conn: psycopg.Connection, role: str):
+    """The check itself: a call of a function that is gone, or not granted, is refused."""
+    query = NamedQuery("probe", role, "SELECT nmc.kek_status_v0(%(x)s::integer)")
+    with pytest.raises(psycopg.errors.UndefinedFunction):
+        check_runs_as_role(conn, query)
+    not_granted = NamedQuery("probe", role, "SELECT nmc.raise_epoch()")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        check_runs_as_role(conn, not_granted)
