@@ -6,15 +6,25 @@ argument types it passes and be granted to the role that calls it. The copy of t
 the commit it came from are in tests_py/previous_release/.
 """
 
+import io
 import re
+import subprocess
+import tarfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
 
 from named_queries import NamedQuery, check_every_query, check_runs_as_role, read_named_queries
+from nmc.admin.migrate import migrate
 
-PREVIOUS_QUERIES = Path(__file__).parent / "previous_release" / "queries.sql"
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PREVIOUS_QUERIES = PROJECT_ROOT / "tests_py" / "previous_release" / "queries.sql"
+# The commit the copy came from (tests_py/previous_release/README.md): its SQL tree is what
+# the database holds before a rolling deploy migrates it.
+PREVIOUS_RELEASE = "7b6fbba03370baf5ba890207d4ea0b9bd4cc1a76"
+SQL_TREE = ["sql", "schema", "functions", "triggers"]
 
 # The roles that release's code ran a query as, where they differ from its section's role
 # (from its pyshell/ with named_queries.roles_in_code): its worker's maintenance and erasure
@@ -38,6 +48,38 @@ def previous_queries() -> list[NamedQuery]:
     return read_named_queries(PREVIOUS_QUERIES.read_text(encoding="utf-8"))
 
 
+@pytest.fixture
+def upgraded_conn(
+    create_database: Callable[..., str], tmp_path: Path
+) -> Iterator[psycopg.Connection]:
+    """A database migrated to the previous release's SQL tree, then to this one."""
+    try:
+        archive = subprocess.run(
+            ["git", "-C", str(PROJECT_ROOT), "archive", PREVIOUS_RELEASE, *SQL_TREE],
+            capture_output=True,
+            check=True,
+        ).stdout
+    except (FileNotFoundError, subprocess.CalledProcessError):
+        pytest.skip(f"the previous release {PREVIOUS_RELEASE[:7]} is not in this checkout")
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tree:
+        tree.extractall(tmp_path / "previous", filter="data")
+    url = create_database()
+    migrate(url, tmp_path / "previous")
+    migrate(url, PROJECT_ROOT)
+    with psycopg.connect(url, autocommit=True) as connection:
+        yield connection
+
+
+def api_functions(conn: psycopg.Connection) -> dict[str, tuple]:
+    """Every function of schema nmc: its result, SECURITY DEFINER, settings and grants."""
+    rows = conn.execute(
+        "SELECT p.oid::regprocedure::text, pg_catalog.pg_get_function_result(p.oid),"
+        " p.prosecdef, p.proconfig, p.proacl::text[]"
+        " FROM pg_catalog.pg_proc AS p WHERE p.pronamespace = 'nmc'::regnamespace"
+    ).fetchall()
+    return {signature: tuple(rest) for signature, *rest in rows}
+
+
 def test_the_copy_names_the_roles_that_ran_it():
     queries = {query.name: query for query in previous_queries()}
     assert len(queries) == 109
@@ -51,6 +93,17 @@ def test_the_copy_names_the_roles_that_ran_it():
 
 def test_every_previous_query_prepares_as_its_role(conn: psycopg.Connection):
     assert check_every_query(conn, previous_queries(), RUN_AS) == []
+
+
+def test_every_previous_query_prepares_after_the_upgrade(upgraded_conn: psycopg.Connection):
+    """The rolling deploy itself: the previous release's database, migrated to this tree."""
+    assert check_every_query(upgraded_conn, previous_queries(), RUN_AS) == []
+
+
+def test_the_upgrade_ends_with_the_functions_of_a_fresh_install(
+    upgraded_conn: psycopg.Connection, conn: psycopg.Connection
+):
+    assert api_functions(upgraded_conn) == api_functions(conn)
 
 
 def test_previous_utility_statements_call_no_function():
