@@ -57,7 +57,7 @@ class NamedQuery:
 def read_named_queries(text: str) -> list[NamedQuery]:
     """Every `-- name --` query of `text` in order, with the role of its section."""
     queries: list[NamedQuery] = []
-    role = ADMIN
+    role = query_role = ADMIN
     name: str | None = None
     body: list[str] = []
     paragraph: list[str] = []
@@ -66,7 +66,6 @@ def read_named_queries(text: str) -> list[NamedQuery]:
         if name is not None:
             queries.append(NamedQuery(name, query_role, "\n".join(body).strip()))
 
-    query_role = role
     for line in [*text.splitlines(), ""]:
         header = _HEADER.match(line)
         if header:
