@@ -1,20 +1,29 @@
 """queries.sql is shared by the API, the worker and the CLI, nmc_dev/queries.sql by the
-development tools: every name must be unique, within a file and across the two."""
+development tools: every name must be unique, within a file and across the two, and every
+query must run on the migrated database as each role whose code sends it."""
 
 import re
 from importlib.resources import files
+from pathlib import Path
 
+import psycopg
 import pytest
 
+from named_queries import check_every_query, read_named_queries, roles_in_code
 from nmc.queries import QUERIES
 from nmc_dev.queries import DEV_QUERIES
 from nmc_dev.queries import QUERIES as ALL_QUERIES
 
+PYSHELL = Path(__file__).resolve().parent.parent / "pyshell"
+
+
+def queries_text(package: str = "nmc") -> str:
+    return files(package).joinpath("queries.sql").read_text(encoding="utf-8")
+
 
 @pytest.mark.parametrize(("package", "loaded"), [("nmc", QUERIES), ("nmc_dev", DEV_QUERIES)])
 def test_every_query_name_is_unique(package, loaded):
-    text = files(package).joinpath("queries.sql").read_text(encoding="utf-8")
-    names = re.findall(r"^-- (\w+) --$", text, flags=re.MULTILINE)
+    names = re.findall(r"^-- (\w+) --$", queries_text(package), flags=re.MULTILINE)
     duplicates = sorted({name for name in names if names.count(name) > 1})
     assert duplicates == []
     assert len(names) == len(loaded)
@@ -23,3 +32,38 @@ def test_every_query_name_is_unique(package, loaded):
 def test_the_tools_see_both_files_and_no_name_is_in_both():
     assert QUERIES.keys().isdisjoint(DEV_QUERIES.keys())
     assert ALL_QUERIES == {**QUERIES, **DEV_QUERIES}
+
+
+def test_sections_name_the_role_that_runs_their_queries():
+    queries = {query.name: query for query in read_named_queries(queries_text())}
+    assert set(queries) == set(QUERIES)
+    assert queries["lock_migrations"].role == "admin"
+    assert queries["intake_notificatie"].role == "nmc_api"
+    assert queries["claim_verzenden"].role == "nmc_worker"
+    assert queries["page_events"].role == "nmc_api"
+    assert queries["admin_kek_status"].role == "admin"
+    assert queries["worker_ready"].role == "nmc_worker"
+    assert queries["console_statussen"].role == "nmc_console"
+
+
+def test_the_code_of_each_role_is_found():
+    run_as = roles_in_code(PYSHELL, set(QUERIES))
+    assert run_as["intake_notificaties"] == {"nmc_api"}
+    assert run_as["ensure_onderhoud"] == {"nmc_worker"}
+    assert run_as["console_taak"] == {"nmc_console"}
+    assert run_as["apply_dienstverlener"] == {"admin"}
+
+
+def test_every_query_prepares_as_the_roles_that_run_it(conn: psycopg.Connection):
+    """Each function a query calls exists with the argument types it passes and is granted
+    to every role whose code sends the query (its section's role when no code names it)."""
+    queries = read_named_queries(queries_text())
+    run_as = roles_in_code(PYSHELL, set(QUERIES))
+    assert check_every_query(conn, queries, run_as) == []
+
+
+def test_every_development_query_prepares_as_admin(conn: psycopg.Connection):
+    """The development tools run as the admin connection; their queries resolve too."""
+    queries = read_named_queries(queries_text("nmc_dev"))
+    assert {query.role for query in queries} == {"admin"}
+    assert check_every_query(conn, queries, {}) == []

@@ -1,7 +1,7 @@
 -- Maintenance as tasks: one open task per job, claimed like any task, each run one short
 -- transaction that plans the next; the re-wrap job follows the newest active KEK.
 BEGIN;
-SELECT plan(34);
+SELECT plan(36);
 \ir fixtures/setup.sql
 
 -- A fresh log: its one range is cut to the width the setting gives.
@@ -185,6 +185,16 @@ SELECT results_eq(
     $$SELECT kek_id, sleutels, doel FROM nmc.kek_status_v2()$$,
     $$VALUES ('kek-1', 0::bigint, FALSE), ('kek-2', 3::bigint, TRUE)$$,
     'kek status: no live key is left under the old KEK, three are under the target'
+);
+SELECT results_eq(
+    $$SELECT kek_id, sleutels FROM nmc.kek_status()$$,
+    $$SELECT kek_id, sleutels FROM nmc.kek_status_v2() WHERE sleutels > 0$$,
+    'the previous release''s kek_status gives what kek_status_v2 gives for KEKs with keys'
+);
+SELECT results_eq(
+    $$SELECT kek_id, sleutels FROM nmc.kek_status()$$,
+    $$VALUES ('kek-2', 3::bigint)$$,
+    'the previous release''s kek_status leaves out a KEK without live keys, as it always did'
 );
 SELECT results_eq(
     $$SELECT due - nmc.now(), payload FROM nmc.taak WHERE payload ->> 'werk' = 'herwrappen'$$,

@@ -7,16 +7,6 @@
 -- the payload pepper carry the unkeyed SHA-256 with payload_pepper_versie 0; erasure
 -- clears that hash (nmc.process_wissen).
 
--- Before the HMACs under earlier pepper versions (p_vorige_hmacs) were taken.
-DROP FUNCTION IF EXISTS nmc.intake_notificatie(
-    uuid, integer, text, nmc.regie, bytea, smallint, bytea, bytea, bytea, bytea, text,
-    timestamptz, uuid, text, text
-);
-DROP FUNCTION IF EXISTS nmc.intake_notificaties(
-    integer, nmc.regie, smallint, text, uuid, uuid[], text[], bytea[], bytea[], bytea[],
-    bytea[], bytea[], timestamptz[], text[], text[]
-);
-
 CREATE OR REPLACE FUNCTION nmc.intake_notificaties_v2(
     p_dv_id integer,
     p_regie nmc.regie,

@@ -340,9 +340,6 @@ $$;
 COMMENT ON FUNCTION nmc.console_event_partities() IS
 'The newest 100 xid ranges of the event log (dropped ones too, with when), for the console.';
 
--- Its first form (without werk) was never released: replaced, not kept beside.
-DROP FUNCTION IF EXISTS nmc.console_onderhoud_taken();
-
 CREATE OR REPLACE FUNCTION nmc.console_onderhoud_taken()
 RETURNS TABLE (
     id bigint, soort nmc.taak_soort, werk text, staat nmc.taak_staat, due timestamptz,

@@ -78,9 +78,6 @@ COMMENT ON FUNCTION nmc.event_json(nmc.event) IS
 
 -- json, not jsonb: a page is built once and sent as text, and building 1000 jsonb objects
 -- plus their aggregate cost about half of a page's CPU (json_build_object only writes text).
--- The return type changed, so the old forms go first.
-DROP FUNCTION IF EXISTS nmc.read_events(integer, xid8, bigint, integer);
-DROP FUNCTION IF EXISTS nmc.page_events(integer, integer, xid8, bigint, timestamptz, integer);
 
 CREATE OR REPLACE FUNCTION nmc.read_events(
     p_dv_id integer,

@@ -259,3 +259,21 @@ COMMENT ON FUNCTION nmc.kek_status_v2() IS
 'progress of a KEK rotation (every key but those under the target is still to do). A KEK '
 'can be retired when it has none. Admin (nmc admin kek status); nmc.kek_status is kept for '
 'an admin of the previous release.';
+
+-- The previous release's form (its `nmc admin kek status`), on top of the one above.
+CREATE OR REPLACE FUNCTION nmc.kek_status()
+RETURNS TABLE (kek_id text, sleutels bigint)
+LANGUAGE sql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT s.kek_id, s.sleutels
+    FROM nmc.kek_status_v2() AS s
+    WHERE s.sleutels > 0
+    ORDER BY s.kek_id
+$$;
+COMMENT ON FUNCTION nmc.kek_status() IS
+'Live (not erased) data keys per KEK that has any: the kek_id and sleutels of '
+'nmc.kek_status_v2, without the KEKs that hold none. Kept for an admin of the previous '
+'release; dropped in the release after (docs/migrations.md).';

@@ -62,22 +62,6 @@ COMMENT ON FUNCTION nmc.process_wissen(integer) IS
 'version 0); a notification that is no longer terminal is left alone (its task closes), '
 'one still within the term keeps its task open. Returns how many were erased.';
 
-CREATE OR REPLACE FUNCTION nmc.kek_status()
-RETURNS TABLE (kek_id text, sleutels bigint)
-LANGUAGE sql
-STABLE
-SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT n.kek_id, pg_catalog.count(*)
-    FROM nmc.notificatie AS n
-    WHERE n.sleutel_gewrapt IS NOT NULL
-    GROUP BY n.kek_id
-    ORDER BY n.kek_id
-$$;
-COMMENT ON FUNCTION nmc.kek_status() IS
-'Live (not erased) data keys per KEK: a KEK can be retired when it has none.';
-
 CREATE OR REPLACE FUNCTION nmc.list_rewrap(p_naar_kek text, p_batch integer DEFAULT 500)
 RETURNS TABLE (notificatie_id uuid, kek_id text, sleutel_gewrapt bytea)
 LANGUAGE sql

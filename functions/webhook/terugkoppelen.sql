@@ -46,9 +46,6 @@ COMMENT ON FUNCTION nmc.ensure_terugkoppelen() IS
 'terugkoppelen task; idempotent (workers call it periodically). Returns how many tasks it '
 'planned.';
 
--- The page became json (see functions/feed/page_events.sql): the old form goes first.
-DROP FUNCTION IF EXISTS nmc.claim_terugkoppelen(text, integer);
-
 CREATE OR REPLACE FUNCTION nmc.claim_terugkoppelen(p_eigenaar text, p_batch integer DEFAULT 5)
 RETURNS TABLE (
     taak_id bigint, claim_epoch integer, dv_id integer, webhook_url text, epoch integer,
