@@ -305,7 +305,8 @@ def admin_notificatie_force(args: argparse.Namespace, settings: Settings) -> int
 
 
 def admin_kek_status(args: argparse.Namespace, settings: Settings) -> int:
-    from nmc.crypto import CryptoConfigError, load_kek_ring
+    from nmc.kek_ring import load_kek_ring
+    from nmc.secret_files import CryptoConfigError
 
     try:
         ring = load_kek_ring()
@@ -325,7 +326,7 @@ def admin_kek_status(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def admin_kek_rotate(args: argparse.Namespace, settings: Settings) -> int:
-    from nmc.crypto import load_kek_ring
+    from nmc.kek_ring import load_kek_ring
 
     def progress(stored: int, total: int) -> None:
         print(f"re-wrapped {stored} (total {total})", flush=True)

@@ -39,8 +39,8 @@ NMC_WEBHOOK_SIGNING_KEYS_FILE  the webhook signing ring; the API publishes its p
 NMC_AFLEVERBEWIJS_SIGNING_KEYS_FILE  the delivery-proof signing ring: the API signs proofs
                                and publishes its keys, retired ones too (nmc.afleverbewijs_signing)
 
-Also read at start-up, by their own modules: NMC_KEK_FILE and NMC_PEPPERS(_FILE) (crypto),
-NMC_OAUTH_* (auth), NMC_WEBHOOK_SIGNING_KEYS_FILE (nmc.webhook_signing).
+Also read at start-up, by their own modules: NMC_KEK_FILE (nmc.kek_ring), NMC_PEPPERS(_FILE)
+(nmc.peppers), NMC_OAUTH_* (auth), NMC_WEBHOOK_SIGNING_KEYS_FILE (nmc.webhook_signing).
 """
 
 import os
