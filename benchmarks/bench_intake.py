@@ -38,8 +38,8 @@ import psycopg
 import rawload
 from psycopg import sql
 
+from nmc.admin.dev_iam import generate_dev_iam_key, issue_dev_token
 from nmc.admin.migrate import migrate
-from nmc.api.auth import generate_dev_iam_key, issue_dev_token
 from nmc.api.ids import new_notificatie_ids
 from nmc.config import Settings
 from nmc.database import connection_url, with_overrides

@@ -165,7 +165,7 @@ def console_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def admin_console_token(args: argparse.Namespace, settings: Settings) -> int:
-    from nmc.api.auth import issue_dev_claims
+    from nmc.admin.dev_iam import issue_dev_claims
     from nmc.console.settings import DEFAULT_ROLE_CLAIM
 
     claim = os.environ.get("NMC_CONSOLE_ROLE_CLAIM") or DEFAULT_ROLE_CLAIM

@@ -9,7 +9,7 @@ import pytest
 from consoletest import AUDIENCE, DV_AUDIENCE, ISSUER, Populated, populate
 from starlette.testclient import TestClient
 
-from nmc.api.auth import generate_dev_iam_key
+from nmc.admin.dev_iam import generate_dev_iam_key
 from nmc.console.app import create_app
 from nmc.database import with_overrides
 from nmc.kek_ring import KekRing, new_kek_ring, parse_kek_ring

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import psycopg
 
-from nmc.api.auth import issue_dev_claims
+from nmc.admin.dev_iam import issue_dev_claims
 from nmc.kek_ring import KekRing
 from nmc.sealing import seal
 from privacy_scan import DVREF, SCAN

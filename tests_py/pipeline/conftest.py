@@ -80,8 +80,8 @@ def callbacks(
 ) -> Iterator[str]:
     """The real DV API (`nmc.api.app`) on a free port, as the target of NotifyNL's callbacks:
     its callback endpoint stores receipts through nmc.store_receipt as nmc_api."""
+    from nmc.admin.dev_iam import generate_dev_iam_key
     from nmc.api.app import create_app
-    from nmc.api.auth import generate_dev_iam_key
     from nmc.api.routes_callback import CALLBACK_PATH
 
     generate_dev_iam_key(tmp_path / "iam.pem", tmp_path / "jwks.json")

@@ -24,8 +24,8 @@ import pytest
 from pipelinetest import API_KEY, DV_NAAM, DV_OIN, TEMPLATE_ID, Sims, advance, sim_get
 from webhookreceiver import CONTENT_TYPE, Receiver
 
+from nmc.admin.dev_iam import generate_dev_iam_key, issue_dev_token
 from nmc.admin.onboarding import check_webhook
-from nmc.api.auth import generate_dev_iam_key, issue_dev_token
 from nmc.config import Settings
 from nmc.database import with_overrides
 from nmc.kek_ring import KekRing, new_kek_ring

@@ -16,8 +16,8 @@ from typing import Any
 
 import psycopg
 
+from nmc.admin.dev_iam import generate_dev_iam_key, issue_dev_token
 from nmc.afleverbewijs_signing import new_afleverbewijs_ring
-from nmc.api.auth import generate_dev_iam_key, issue_dev_token
 from nmc.config import Settings
 from nmc.database import connect, connection_url
 from nmc.errors import NmcError

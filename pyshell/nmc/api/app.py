@@ -23,7 +23,8 @@ from starlette.types import ASGIApp
 from nmc.adapters.ldv import FileSink, HttpSink, Sink
 from nmc.afleverbewijs_signing import load_afleverbewijs_ring
 from nmc.api import routes_bewijs, routes_callback, routes_feed, routes_notificaties, routes_ops
-from nmc.api.auth import AuthSettings, BearerVerifier, JwksUnavailable
+from nmc.api.auth import AuthSettings, BearerVerifier
+from nmc.api.auth_errors import JwksUnavailable
 from nmc.api.db import POOL_OPEN_TIMEOUT_SECONDS, DbClock, DvRegister, new_pool
 from nmc.api.metrics import HttpMetrics
 from nmc.api.middleware import ResponseHeadersMiddleware

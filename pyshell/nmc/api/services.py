@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from starlette.requests import Request
 
 from nmc.afleverbewijs_signing import AfleverbewijsRing
-from nmc.api.auth import LEEWAY_SECONDS, BearerVerifier, Principal, Unauthenticated
+from nmc.api.auth import LEEWAY_SECONDS, BearerVerifier, Principal
+from nmc.api.auth_errors import Unauthenticated
 from nmc.api.db import DbClock, Dienstverlener, DvRegister, Pool
 from nmc.api.problems import forbidden
 from nmc.api.receipt_batcher import ReceiptBatcher
