@@ -20,6 +20,7 @@ from nmc.admin.dev_iam import DevIamNotConfigured, dev_jwks, generate_dev_iam_ke
 from nmc.api.auth import AuthSettings, BearerVerifier
 from nmc.api.auth_errors import AuthConfigError, JwksUnavailable, Unauthenticated
 from nmc.api.jwks_cache import INITIAL_RETRY_SECONDS
+from nmc.settings_env import SettingError
 
 ISSUER = "https://iam.moza.test"
 AUDIENCE = "nmc"
@@ -485,7 +486,7 @@ def test_settings_from_env():
     ],
 )
 def test_settings_errors(env, message):
-    with pytest.raises(AuthConfigError, match=message):
+    with pytest.raises(SettingError, match=message):
         AuthSettings.from_env(env)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from nmc import settings_env
 from nmc.errors import NmcError
 from nmc.secret_files import CryptoConfigError, decode_base64_secret, read_json_file
 
@@ -82,7 +83,7 @@ def load_kek_ring(
     """Read the KEK ring from `path`, or from the file named by NMC_KEK_FILE."""
     env = os.environ if environ is None else environ
     if path is None:
-        path = env.get("NMC_KEK_FILE")
+        path = settings_env.text(env, "NMC_KEK_FILE")
         if not path:
             raise CryptoConfigError("NMC_KEK_FILE is not set: the KEK ring cannot be loaded")
     return parse_kek_ring(read_json_file(Path(path), "KEK file"))

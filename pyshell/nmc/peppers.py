@@ -30,6 +30,7 @@ from typing import Any
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.hmac import HMAC
 
+from nmc import settings_env
 from nmc.canonical_json import canonical_payload
 from nmc.message_bytes import check_dv_id, utf8
 from nmc.secret_files import CryptoConfigError, decode_base64_secret, read_json_file
@@ -117,7 +118,8 @@ def load_peppers(*, environ: Mapping[str, str] | None = None) -> Peppers:
     Setting both is refused: two sources of one secret drift apart unnoticed.
     """
     env = os.environ if environ is None else environ
-    inline, path = env.get("NMC_PEPPERS"), env.get("NMC_PEPPERS_FILE")
+    inline = settings_env.text(env, "NMC_PEPPERS")
+    path = settings_env.text(env, "NMC_PEPPERS_FILE")
     if inline and path:
         raise CryptoConfigError("set NMC_PEPPERS or NMC_PEPPERS_FILE, not both")
     if inline:

@@ -25,6 +25,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
+from nmc import settings_env
 from nmc.api.auth import DEFAULT_OIN_CLAIM, OIN_PATTERN
 from nmc.api.auth_errors import AuthConfigError
 
@@ -84,7 +85,7 @@ def issue_dev_token(
     mint tokens. iss, aud and the OIN claim default to the verifier's settings.
     """
     env = os.environ if environ is None else environ
-    key_file = env.get("NMC_DEV_IAM_KEY_FILE")
+    key_file = settings_env.path(env, "NMC_DEV_IAM_KEY_FILE")
     if not key_file:
         raise DevIamNotConfigured(
             "the dev token issuer is disabled: set NMC_DEV_IAM_KEY_FILE to a dev private key "
@@ -94,7 +95,7 @@ def issue_dev_token(
         raise ValueError("an OIN is exactly 20 digits")
     claims = {
         "sub": oin,
-        env.get("NMC_OAUTH_OIN_CLAIM") or DEFAULT_OIN_CLAIM: oin,
+        settings_env.text(env, "NMC_OAUTH_OIN_CLAIM", DEFAULT_OIN_CLAIM): oin,
         **(extra_claims or {}),
     }
     return issue_dev_claims(
@@ -123,17 +124,17 @@ def issue_dev_claims(
     console's dev tokens (`nmc admin token --console-rol`) are built on it.
     """
     env = os.environ if environ is None else environ
-    key_file = env.get("NMC_DEV_IAM_KEY_FILE")
+    key_file = settings_env.path(env, "NMC_DEV_IAM_KEY_FILE")
     if not key_file:
         raise DevIamNotConfigured(
             "the dev token issuer is disabled: set NMC_DEV_IAM_KEY_FILE to a dev private key "
             "(development and tests only)"
         )
-    issuer = issuer or env.get("NMC_OAUTH_ISSUER")
-    audience = audience or env.get("NMC_OAUTH_AUDIENCE")
+    issuer = issuer or settings_env.text(env, "NMC_OAUTH_ISSUER")
+    audience = audience or settings_env.text(env, "NMC_OAUTH_AUDIENCE")
     if not issuer or not audience:
         raise AuthConfigError("issue_dev_token needs an issuer and an audience (or NMC_OAUTH_*)")
-    private_key, alg = _load_dev_key(Path(key_file))
+    private_key, alg = _load_dev_key(key_file)
     issued = int(time.time() if now is None else now)
     signed: dict[str, Any] = {
         "iss": issuer,

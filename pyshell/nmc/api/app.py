@@ -20,6 +20,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
+from nmc import settings_env
 from nmc.adapters.ldv import FileSink, HttpSink, Sink
 from nmc.afleverbewijs_signing import load_afleverbewijs_ring
 from nmc.api import routes_bewijs, routes_callback, routes_feed, routes_notificaties, routes_ops
@@ -157,7 +158,9 @@ def create_app(*, log_access: bool | None = None) -> NmcApi:
         lifespan=lifespan,
     )
     app.log_access = (
-        os.environ.get("NMC_API_ACCESS_LOG", "1") != "0" if log_access is None else log_access
+        settings_env.flag(os.environ, "NMC_API_ACCESS_LOG", True)
+        if log_access is None
+        else log_access
     )
     app.router.redirect_slashes = False
     return app

@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 import httpx
 import jwt
 
+from nmc import settings_env
 from nmc.api.auth_errors import AuthConfigError, Unauthenticated
 from nmc.api.jwks_cache import DEFAULT_MAX_AGE_SECONDS, DEFAULT_REFETCH_SECONDS, JwksCache
 
@@ -81,31 +82,18 @@ class AuthSettings:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "AuthSettings":
         env = os.environ if environ is None else environ
         return cls(
-            issuer=env.get("NMC_OAUTH_ISSUER", ""),
-            audience=env.get("NMC_OAUTH_AUDIENCE", ""),
-            jwks_url=env.get("NMC_OAUTH_JWKS_URL") or None,
-            jwks_file=env.get("NMC_OAUTH_JWKS_FILE") or None,
-            oin_claim=env.get("NMC_OAUTH_OIN_CLAIM") or DEFAULT_OIN_CLAIM,
-            refetch_seconds=_seconds(
-                env, "NMC_OAUTH_JWKS_REFETCH_SECONDS", DEFAULT_REFETCH_SECONDS
+            issuer=settings_env.text(env, "NMC_OAUTH_ISSUER", ""),
+            audience=settings_env.text(env, "NMC_OAUTH_AUDIENCE", ""),
+            jwks_url=settings_env.text(env, "NMC_OAUTH_JWKS_URL"),
+            jwks_file=settings_env.text(env, "NMC_OAUTH_JWKS_FILE"),
+            oin_claim=settings_env.text(env, "NMC_OAUTH_OIN_CLAIM", DEFAULT_OIN_CLAIM),
+            refetch_seconds=settings_env.seconds(
+                env, "NMC_OAUTH_JWKS_REFETCH_SECONDS", DEFAULT_REFETCH_SECONDS, zero_allowed=True
             ),
-            max_age_seconds=_seconds(
-                env, "NMC_OAUTH_JWKS_MAX_AGE_SECONDS", DEFAULT_MAX_AGE_SECONDS
+            max_age_seconds=settings_env.seconds(
+                env, "NMC_OAUTH_JWKS_MAX_AGE_SECONDS", DEFAULT_MAX_AGE_SECONDS, zero_allowed=True
             ),
         )
-
-
-def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
-    text = env.get(name)
-    if not text:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        raise AuthConfigError(f"{name} must be a number of seconds") from None
-    if value < 0:
-        raise AuthConfigError(f"{name} must not be negative")
-    return value
 
 
 class BearerVerifier:

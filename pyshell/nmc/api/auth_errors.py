@@ -5,7 +5,7 @@ holds no personal data), `JwksUnavailable` the server's (the IAM's keys cannot b
 `AuthConfigError` the deployment's (the OAuth settings).
 """
 
-from nmc.errors import NmcError
+from nmc.settings_env import SettingError
 
 
 class AuthError(Exception):
@@ -29,5 +29,5 @@ class JwksUnavailable(AuthError):
     """The verification keys cannot be obtained (IAM down, bad JWKS): not the caller's fault."""
 
 
-class AuthConfigError(AuthError, NmcError):
+class AuthConfigError(AuthError, SettingError):
     """The OAuth settings are missing or inconsistent."""
