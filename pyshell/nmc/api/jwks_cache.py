@@ -34,7 +34,8 @@ class JwksCache:
 
     Keys are refreshed when older than `max_age_seconds` (a failed refresh keeps the old keys),
     and a token with an unknown `kid` causes at most one fetch per `refetch_seconds`, so a flood
-    of made-up kids cannot turn the NMC into a load generator against the IAM.
+    of made-up kids cannot turn the NMC into a load generator against the IAM. The keys come
+    from `url` or from `file`: exactly one is given (AuthSettings checks the settings).
     """
 
     def __init__(
