@@ -45,9 +45,9 @@ from bench_send import (
     set_budget,
 )
 
-from nmc import crypto
 from nmc.config import Settings
 from nmc.database import connection_url, with_overrides
+from nmc.kek_ring import new_kek_ring, parse_kek_ring
 from nmc_dev.embedded_db import EmbeddedCluster
 
 CLAIM = "SELECT taak_id, claim_epoch FROM nmc.claim_verzenden(%s, %s)"
@@ -121,7 +121,7 @@ def bench_fairness(
     batch=20,
     arrive_after=0.1,
 ) -> dict:
-    ring = crypto.parse_kek_ring(crypto.new_kek_ring("kek-bench"))
+    ring = parse_kek_ring(new_kek_ring("kek-bench"))
     with fresh_database(admin_url) as url, psycopg.connect(url, autocommit=True) as conn:
         flood_dv, *small_ids = onboard(conn, 1 + small_dvs)
         set_budget(conn, 100_000_000)

@@ -51,11 +51,13 @@ from psycopg import sql
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "pyshell"))
 
-from nmc import aio, crypto  # noqa: E402
+from nmc import aio  # noqa: E402
 from nmc.admin.migrate import migrate  # noqa: E402
 from nmc.config import Settings  # noqa: E402
 from nmc.database import connection_url, with_overrides  # noqa: E402
+from nmc.kek_ring import KekRing, new_kek_ring, parse_kek_ring  # noqa: E402
 from nmc.queries import QUERIES  # noqa: E402
+from nmc.sealing import seal  # noqa: E402
 from nmc.worker.config import WorkerConfig  # noqa: E402
 from nmc.worker.loop import Worker  # noqa: E402
 from nmc_dev.embedded_db import EmbeddedCluster  # noqa: E402
@@ -169,15 +171,13 @@ def bulk_sends(conn: psycopg.Connection, count: int, dvs: list[int], vacuum: boo
         conn.execute("VACUUM ANALYZE nmc.notificatie")
 
 
-def intake_sealed(conn, dv_id: int, count: int, ring: crypto.KekRing) -> None:
+def intake_sealed(conn, dv_id: int, count: int, ring: KekRing) -> None:
     """`count` decentraal notificaties with real ciphertext, through nmc.intake_notificaties."""
     for start in range(0, count, 1000):
         size = min(1000, count - start)
         ids = [uuid.uuid4() for _ in range(size)]
         sealed = [
-            crypto.seal(
-                i, dv_id, f"bezorgd+{i.hex[:12]}@voorbeeld.nl", {"naam": "Bench"}, ring=ring
-            )
+            seal(i, dv_id, f"bezorgd+{i.hex[:12]}@voorbeeld.nl", {"naam": "Bench"}, ring=ring)
             for i in ids
         ]
         conn.execute(
@@ -451,7 +451,7 @@ def sql_send_ceiling(admin_url: str, count: int, batch: int, connections: int = 
     send reported verzonden with a NotifyNL id, in one group commit per claim) as nmc_worker
     over `connections` connections. No HTTP, no crypto, no LDV: what the worker could reach
     if everything between claim and commit were free."""
-    ring = crypto.parse_kek_ring(crypto.new_kek_ring("kek-bench"))
+    ring = parse_kek_ring(new_kek_ring("kek-bench"))
 
     def step(conn, slot: int) -> int:
         claimed = conn.execute(
@@ -486,7 +486,7 @@ def sql_send_ceiling(admin_url: str, count: int, batch: int, connections: int = 
 
 
 def bench_drain(admin_url: str, count=20_000, batch=100, concurrency=200, ceiling=True) -> dict:
-    ring = crypto.parse_kek_ring(crypto.new_kek_ring("kek-bench"))
+    ring = parse_kek_ring(new_kek_ring("kek-bench"))
     api_key = f"bench-{uuid.uuid4()}-{uuid.uuid4()}"
     with fresh_database(admin_url) as url, notifynl_simulator(api_key) as (sim_url, sim_pid):
         with psycopg.connect(url, autocommit=True) as conn:
@@ -568,7 +568,7 @@ def bench_budget(admin_url: str, per_minute=3000, windows=2, test_clock=False) -
     is stopped for the jump because nmc.now() reads the offset per statement: a claim running
     across the jump would take its tokens in the new window and stamp its attempts in the old
     one. The budget rule measured is the same; sends per second are not measured."""
-    ring = crypto.parse_kek_ring(crypto.new_kek_ring("kek-bench"))
+    ring = parse_kek_ring(new_kek_ring("kek-bench"))
     api_key = f"bench-{uuid.uuid4()}-{uuid.uuid4()}"
     backlog = per_minute * (windows + 1) + per_minute // 2
     with fresh_database(admin_url) as url, notifynl_simulator(api_key) as (sim_url, _):

@@ -38,9 +38,9 @@ from bench_send import (  # noqa: E402
     set_budget,
 )
 
-from nmc import crypto  # noqa: E402
 from nmc.config import Settings  # noqa: E402
 from nmc.database import connection_url, with_overrides  # noqa: E402
+from nmc.kek_ring import new_kek_ring, parse_kek_ring  # noqa: E402
 from nmc_dev.embedded_db import EmbeddedCluster  # noqa: E402
 
 CLAIM = "SELECT c.taak_id, c.claim_epoch FROM nmc.claim_verzenden(%s, %s) AS c"
@@ -106,7 +106,7 @@ def main() -> None:
     if not settings.database_url:
         EmbeddedCluster(settings).start()
     admin_url = connection_url(settings)
-    ring = crypto.parse_kek_ring(crypto.new_kek_ring("kek-profiel"))
+    ring = parse_kek_ring(new_kek_ring("kek-profiel"))
     with fresh_database(admin_url) as url:
         database = url.rsplit("/", 1)[1].split("?", 1)[0]
         with psycopg.connect(url, autocommit=True) as conn:

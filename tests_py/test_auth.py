@@ -1,4 +1,5 @@
-"""Unit tests of nmc.api.auth: bearer verification, the JWKS cache, the dev token issuer."""
+"""Unit tests of nmc.api.auth (bearer verification), nmc.api.jwks_cache and the dev token issuer
+(nmc.admin.dev_iam)."""
 
 import asyncio
 import base64
@@ -15,15 +16,11 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
-from nmc.api import auth
-from nmc.api.auth import (
-    AuthConfigError,
-    AuthSettings,
-    BearerVerifier,
-    DevIamNotConfigured,
-    JwksUnavailable,
-    Unauthenticated,
-)
+from nmc.admin.dev_iam import DevIamNotConfigured, dev_jwks, generate_dev_iam_key, issue_dev_token
+from nmc.api.auth import AuthSettings, BearerVerifier
+from nmc.api.auth_errors import AuthConfigError, JwksUnavailable, Unauthenticated
+from nmc.api.jwks_cache import INITIAL_RETRY_SECONDS
+from nmc.settings_env import SettingError
 
 ISSUER = "https://iam.moza.test"
 AUDIENCE = "nmc"
@@ -410,7 +407,7 @@ async def test_first_fetch_failure_is_jwks_unavailable_not_401(ec_key):
     assert iam.requests == 1
     iam.status = 200
     iam.keys = [public_jwk(ec_key, "ec-1")]
-    clock.now += auth.INITIAL_RETRY_SECONDS
+    clock.now += INITIAL_RETRY_SECONDS
     assert (await v.verify(token(ec_key))).oin == OIN
 
 
@@ -489,7 +486,7 @@ def test_settings_from_env():
     ],
 )
 def test_settings_errors(env, message):
-    with pytest.raises(AuthConfigError, match=message):
+    with pytest.raises(SettingError, match=message):
         AuthSettings.from_env(env)
 
 
@@ -514,20 +511,20 @@ def dev_env(tmp_path, **extra):
 
 def test_dev_token_refused_without_a_key():
     with pytest.raises(DevIamNotConfigured, match="NMC_DEV_IAM_KEY_FILE"):
-        auth.issue_dev_token(OIN, environ={"NMC_OAUTH_ISSUER": ISSUER})
+        issue_dev_token(OIN, environ={"NMC_OAUTH_ISSUER": ISSUER})
 
 
 def test_dev_token_refused_when_key_file_is_missing(tmp_path):
     with pytest.raises(AuthConfigError, match="not found"):
-        auth.issue_dev_token(OIN, environ=dev_env(tmp_path))
+        issue_dev_token(OIN, environ=dev_env(tmp_path))
 
 
 async def test_dev_issuer_round_trip(tmp_path):
     env = dev_env(tmp_path)
-    kid = auth.generate_dev_iam_key(env["NMC_DEV_IAM_KEY_FILE"], env["NMC_OAUTH_JWKS_FILE"])
+    kid = generate_dev_iam_key(env["NMC_DEV_IAM_KEY_FILE"], env["NMC_OAUTH_JWKS_FILE"])
     mode = stat.S_IMODE((tmp_path / "dev-iam.pem").stat().st_mode)
     assert mode == 0o600
-    tok = auth.issue_dev_token(OIN, environ=env)
+    tok = issue_dev_token(OIN, environ=env)
     assert jwt.get_unverified_header(tok) == {"alg": "ES256", "kid": kid, "typ": "JWT"}
     principal = await BearerVerifier.from_env(env).verify(tok)
     assert principal.oin == OIN
@@ -535,7 +532,7 @@ async def test_dev_issuer_round_trip(tmp_path):
 
 def test_dev_kid_is_the_rfc7638_thumbprint(tmp_path):
     env = dev_env(tmp_path)
-    kid = auth.generate_dev_iam_key(env["NMC_DEV_IAM_KEY_FILE"], env["NMC_OAUTH_JWKS_FILE"])
+    kid = generate_dev_iam_key(env["NMC_DEV_IAM_KEY_FILE"], env["NMC_OAUTH_JWKS_FILE"])
     jwk = json.loads((tmp_path / "dev-jwks.json").read_text())["keys"][0]
     canonical = '{"crv":"%s","kty":"EC","x":"%s","y":"%s"}' % (jwk["crv"], jwk["x"], jwk["y"])  # noqa: UP031
     assert kid == b64url(hashlib.sha256(canonical.encode()).digest())
@@ -544,18 +541,16 @@ def test_dev_kid_is_the_rfc7638_thumbprint(tmp_path):
 
 def test_generate_refuses_to_overwrite(tmp_path):
     env = dev_env(tmp_path)
-    auth.generate_dev_iam_key(env["NMC_DEV_IAM_KEY_FILE"], env["NMC_OAUTH_JWKS_FILE"])
+    generate_dev_iam_key(env["NMC_DEV_IAM_KEY_FILE"], env["NMC_OAUTH_JWKS_FILE"])
     with pytest.raises(AuthConfigError, match="exists"):
-        auth.generate_dev_iam_key(env["NMC_DEV_IAM_KEY_FILE"], env["NMC_OAUTH_JWKS_FILE"])
-    auth.generate_dev_iam_key(
-        env["NMC_DEV_IAM_KEY_FILE"], env["NMC_OAUTH_JWKS_FILE"], overwrite=True
-    )
+        generate_dev_iam_key(env["NMC_DEV_IAM_KEY_FILE"], env["NMC_OAUTH_JWKS_FILE"])
+    generate_dev_iam_key(env["NMC_DEV_IAM_KEY_FILE"], env["NMC_OAUTH_JWKS_FILE"], overwrite=True)
 
 
 async def test_dev_token_claims_and_lifetime(tmp_path):
     env = dev_env(tmp_path, NMC_OAUTH_OIN_CLAIM="urn:oin")
-    auth.generate_dev_iam_key(env["NMC_DEV_IAM_KEY_FILE"], env["NMC_OAUTH_JWKS_FILE"])
-    tok = auth.issue_dev_token(OIN, environ=env, lifetime_seconds=60, now=time.time() - 120)
+    generate_dev_iam_key(env["NMC_DEV_IAM_KEY_FILE"], env["NMC_OAUTH_JWKS_FILE"])
+    tok = issue_dev_token(OIN, environ=env, lifetime_seconds=60, now=time.time() - 120)
     body = jwt.decode(tok, options={"verify_signature": False})
     assert body["urn:oin"] == OIN and body["exp"] - body["iat"] == 60
     with pytest.raises(Unauthenticated, match="verlopen"):
@@ -564,9 +559,9 @@ async def test_dev_token_claims_and_lifetime(tmp_path):
 
 def test_dev_token_checks_the_oin(tmp_path):
     env = dev_env(tmp_path)
-    auth.generate_dev_iam_key(env["NMC_DEV_IAM_KEY_FILE"], env["NMC_OAUTH_JWKS_FILE"])
+    generate_dev_iam_key(env["NMC_DEV_IAM_KEY_FILE"], env["NMC_OAUTH_JWKS_FILE"])
     with pytest.raises(ValueError, match="20 digits"):
-        auth.issue_dev_token("123", environ=env)
+        issue_dev_token("123", environ=env)
 
 
 async def test_dev_issuer_accepts_an_rsa_key(tmp_path, rsa_key):
@@ -577,8 +572,8 @@ async def test_dev_issuer_accepts_an_rsa_key(tmp_path, rsa_key):
         serialization.NoEncryption(),
     )
     (tmp_path / "dev-iam.pem").write_bytes(pem)
-    (tmp_path / "dev-jwks.json").write_text(json.dumps(auth.dev_jwks(tmp_path / "dev-iam.pem")))
-    tok = auth.issue_dev_token(OIN, environ=env)
+    (tmp_path / "dev-jwks.json").write_text(json.dumps(dev_jwks(tmp_path / "dev-iam.pem")))
+    tok = issue_dev_token(OIN, environ=env)
     assert jwt.get_unverified_header(tok)["alg"] == "RS256"
     assert (await BearerVerifier.from_env(env).verify(tok)).oin == OIN
 
@@ -592,7 +587,7 @@ def test_dev_issuer_refuses_other_keys(tmp_path):
     )
     (tmp_path / "dev-iam.pem").write_bytes(pem)
     with pytest.raises(AuthConfigError, match="P-256"):
-        auth.issue_dev_token(OIN, environ=dev_env(tmp_path))
+        issue_dev_token(OIN, environ=dev_env(tmp_path))
     (tmp_path / "dev-iam.pem").write_text("geen sleutel")
     with pytest.raises(AuthConfigError, match="PEM"):
-        auth.issue_dev_token(OIN, environ=dev_env(tmp_path))
+        issue_dev_token(OIN, environ=dev_env(tmp_path))

@@ -1,4 +1,5 @@
-"""Unit tests of nmc.crypto: envelope encryption, KEK rotation, peppers, payload hash."""
+"""Unit tests of nmc.sealing, nmc.kek_ring, nmc.peppers and nmc.canonical_json: envelope
+encryption, KEK rotation, peppers, payload hash."""
 
 import base64
 import hashlib
@@ -14,14 +15,36 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nmc import crypto
-from nmc.crypto import (
-    CryptoConfigError,
-    DecryptionError,
+from nmc.canonical_json import canonical_json, payload_hash
+from nmc.kek_ring import (
     KekRing,
-    Sealed,
     UnknownKekError,
+    kek_ring,
+    load_kek_ring,
+    new_kek_ring,
+    parse_kek_ring,
 )
+from nmc.peppers import (
+    Peppers,
+    dvref_hmac,
+    dvref_hmacs_all,
+    load_peppers,
+    new_peppers,
+    parse_peppers,
+    peppers,
+)
+from nmc.sealing import (
+    DecryptionError,
+    Sealed,
+    _decrypt,
+    _encrypt,
+    _field_aad,
+    _unwrap,
+    open_sealed,
+    rewrap,
+    seal,
+)
+from nmc.secret_files import CryptoConfigError
 
 PLAIN_MAIL = "geheim.adres@voorbeeld.nl"
 PLAIN_VALUE = "Persoonlijke Waarde 12345"
@@ -32,7 +55,7 @@ def b64(raw: bytes) -> str:
 
 
 def ring_of(active: str, **keys: bytes) -> KekRing:
-    return crypto.parse_kek_ring({"active": active, "keys": {k: b64(v) for k, v in keys.items()}})
+    return parse_kek_ring({"active": active, "keys": {k: b64(v) for k, v in keys.items()}})
 
 
 @pytest.fixture
@@ -41,8 +64,8 @@ def ring() -> KekRing:
 
 
 @pytest.fixture
-def pepper_set() -> crypto.Peppers:
-    return crypto.parse_peppers(
+def pepper_set() -> Peppers:
+    return parse_peppers(
         {"dvref": {"current": 2, "versions": {"1": b64(b"\x01" * 32), "2": b64(b"\x02" * 32)}}}
     )
 
@@ -62,46 +85,46 @@ def write_json(tmp_path, document, name="keks.json"):
 
 
 def test_load_kek_ring_from_env_file(tmp_path):
-    path = write_json(tmp_path, crypto.new_kek_ring("k2025"))
-    ring = crypto.load_kek_ring(environ={"NMC_KEK_FILE": str(path)})
+    path = write_json(tmp_path, new_kek_ring("k2025"))
+    ring = load_kek_ring(environ={"NMC_KEK_FILE": str(path)})
     assert ring.active_id == "k2025"
     assert len(ring.key("k2025")) == 32
 
 
 def test_load_kek_ring_without_setting_is_a_clear_error():
     with pytest.raises(CryptoConfigError, match="NMC_KEK_FILE is not set"):
-        crypto.load_kek_ring(environ={})
+        load_kek_ring(environ={})
 
 
 def test_load_kek_ring_missing_file(tmp_path):
     with pytest.raises(CryptoConfigError, match="not found"):
-        crypto.load_kek_ring(tmp_path / "absent.json")
+        load_kek_ring(tmp_path / "absent.json")
 
 
 def test_load_kek_ring_not_json(tmp_path):
     path = tmp_path / "keks.json"
     path.write_text("{not json", encoding="utf-8")
     with pytest.raises(CryptoConfigError, match="not valid JSON"):
-        crypto.load_kek_ring(path)
+        load_kek_ring(path)
 
 
 @pytest.mark.parametrize("length", [0, 16, 31, 33, 64])
 def test_kek_of_wrong_length_is_refused(tmp_path, length):
     path = write_json(tmp_path, {"active": "k", "keys": {"k": b64(b"x" * length)}})
     with pytest.raises(CryptoConfigError, match=f"must be 32 bytes.*got {length}"):
-        crypto.load_kek_ring(path)
+        load_kek_ring(path)
 
 
 def test_kek_not_base64(tmp_path):
     path = write_json(tmp_path, {"active": "k", "keys": {"k": "***"}})
     with pytest.raises(CryptoConfigError, match="not valid base64"):
-        crypto.load_kek_ring(path)
+        load_kek_ring(path)
 
 
 def test_active_kek_must_be_in_keys(tmp_path):
     path = write_json(tmp_path, {"active": "k9", "keys": {"k1": b64(b"\0" * 32)}})
     with pytest.raises(CryptoConfigError, match="active KEK 'k9' is not one of the keys"):
-        crypto.load_kek_ring(path)
+        load_kek_ring(path)
 
 
 @pytest.mark.parametrize(
@@ -110,27 +133,27 @@ def test_active_kek_must_be_in_keys(tmp_path):
 )
 def test_malformed_kek_documents(document):
     with pytest.raises(CryptoConfigError):
-        crypto.parse_kek_ring(document)
+        parse_kek_ring(document)
 
 
 def test_kek_id_must_be_tame():
     with pytest.raises(CryptoConfigError, match="KEK ids"):
-        crypto.parse_kek_ring({"active": "a b", "keys": {"a b": b64(b"\0" * 32)}})
+        parse_kek_ring({"active": "a b", "keys": {"a b": b64(b"\0" * 32)}})
 
 
 def test_kek_ring_is_loaded_once(tmp_path, monkeypatch):
-    path = write_json(tmp_path, crypto.new_kek_ring("first"))
+    path = write_json(tmp_path, new_kek_ring("first"))
     monkeypatch.setenv("NMC_KEK_FILE", str(path))
-    crypto.kek_ring.cache_clear()
+    kek_ring.cache_clear()
     try:
-        first = crypto.kek_ring()
-        write_json(tmp_path, crypto.new_kek_ring("second"))
-        assert crypto.kek_ring() is first
-        assert crypto.kek_ring().active_id == "first"
-        crypto.kek_ring.cache_clear()
-        assert crypto.kek_ring().active_id == "second"
+        first = kek_ring()
+        write_json(tmp_path, new_kek_ring("second"))
+        assert kek_ring() is first
+        assert kek_ring().active_id == "first"
+        kek_ring.cache_clear()
+        assert kek_ring().active_id == "second"
     finally:
-        crypto.kek_ring.cache_clear()
+        kek_ring.cache_clear()
 
 
 def test_kek_ring_repr_hides_keys(ring):
@@ -145,8 +168,8 @@ def test_kek_ring_repr_hides_keys(ring):
 
 def test_seal_open_round_trip(ring):
     nid = uuid.uuid4()
-    sealed = crypto.seal(nid, 7, PLAIN_MAIL, {"naam": PLAIN_VALUE}, ring=ring)
-    opened = crypto.open_sealed(nid, 7, sealed, ring=ring)
+    sealed = seal(nid, 7, PLAIN_MAIL, {"naam": PLAIN_VALUE}, ring=ring)
+    opened = open_sealed(nid, 7, sealed, ring=ring)
     assert opened.recipient == PLAIN_MAIL
     assert opened.berichtgegevens == {"naam": PLAIN_VALUE}
     assert sealed.kek_id == "kek-1"
@@ -165,9 +188,7 @@ def test_seal_open_round_trip(ring):
 def test_round_trip_property(recipient, gegevens, dv_id):
     ring = ring_of("k", k=b"\x07" * 32)
     nid = uuid.uuid4()
-    opened = crypto.open_sealed(
-        nid, dv_id, crypto.seal(nid, dv_id, recipient, gegevens, ring=ring), ring=ring
-    )
+    opened = open_sealed(nid, dv_id, seal(nid, dv_id, recipient, gegevens, ring=ring), ring=ring)
     # NFC normalisation applies to berichtgegevens (canonical JSON), not to the recipient
     assert opened.recipient == recipient
     assert opened.berichtgegevens == {
@@ -176,7 +197,7 @@ def test_round_trip_property(recipient, gegevens, dv_id):
 
 
 def test_layout_version_byte_nonce_and_tag(ring):
-    sealed = crypto.seal(uuid.uuid4(), 1, "a@b.nl", {}, ring=ring)
+    sealed = seal(uuid.uuid4(), 1, "a@b.nl", {}, ring=ring)
     assert sealed.recipient[0] == 0x01
     assert len(sealed.recipient) == 1 + 12 + len(b"a@b.nl") + 16
     assert sealed.berichtgegevens[0] == 0x01
@@ -188,96 +209,96 @@ def test_layout_version_byte_nonce_and_tag(ring):
 
 def test_every_seal_uses_a_fresh_data_key_and_nonces(ring):
     nid = uuid.uuid4()
-    one = crypto.seal(nid, 1, PLAIN_MAIL, {"a": "b"}, ring=ring)
-    two = crypto.seal(nid, 1, PLAIN_MAIL, {"a": "b"}, ring=ring)
+    one = seal(nid, 1, PLAIN_MAIL, {"a": "b"}, ring=ring)
+    two = seal(nid, 1, PLAIN_MAIL, {"a": "b"}, ring=ring)
     assert one.recipient != two.recipient
     assert one.wrapped_key != two.wrapped_key
-    data_key_one = crypto._unwrap(ring, "kek-1", one.wrapped_key, nid)
-    data_key_two = crypto._unwrap(ring, "kek-1", two.wrapped_key, nid)
+    data_key_one = _unwrap(ring, "kek-1", one.wrapped_key, nid)
+    data_key_two = _unwrap(ring, "kek-1", two.wrapped_key, nid)
     assert data_key_one != data_key_two
     assert one.recipient[1:13] != one.berichtgegevens[1:13]  # distinct nonces under one key
 
 
 def test_ciphertext_swapped_between_fields_does_not_open(ring):
     nid = uuid.uuid4()
-    sealed = crypto.seal(nid, 1, '{"a":"b"}', {"a": "b"}, ring=ring)
+    sealed = seal(nid, 1, '{"a":"b"}', {"a": "b"}, ring=ring)
     swapped = Sealed(sealed.berichtgegevens, sealed.recipient, sealed.wrapped_key, sealed.kek_id)
     with pytest.raises(DecryptionError):
-        crypto.open_sealed(nid, 1, swapped, ring=ring)
+        open_sealed(nid, 1, swapped, ring=ring)
 
 
 def test_ciphertext_bound_to_dv_id(ring):
     nid = uuid.uuid4()
-    sealed = crypto.seal(nid, 1, PLAIN_MAIL, {}, ring=ring)
+    sealed = seal(nid, 1, PLAIN_MAIL, {}, ring=ring)
     with pytest.raises(DecryptionError):
-        crypto.open_sealed(nid, 2, sealed, ring=ring)
+        open_sealed(nid, 2, sealed, ring=ring)
 
 
 def test_row_copied_to_another_notificatie_does_not_open(ring):
     nid = uuid.uuid4()
-    sealed = crypto.seal(nid, 1, PLAIN_MAIL, {}, ring=ring)
+    sealed = seal(nid, 1, PLAIN_MAIL, {}, ring=ring)
     with pytest.raises(DecryptionError):
-        crypto.open_sealed(uuid.uuid4(), 1, sealed, ring=ring)
+        open_sealed(uuid.uuid4(), 1, sealed, ring=ring)
 
 
 def test_field_ciphertext_bound_to_notificatie_even_under_the_same_data_key(ring):
     """Isolate the field AAD: same data key, other notificatie id in the AAD, must fail."""
     key = AESGCM(bytes(32))
     nid, other = uuid.uuid4(), uuid.uuid4()
-    blob = crypto._encrypt(key, b"x", crypto._field_aad(nid, 1, "recipient"))
-    assert crypto._decrypt(key, blob, crypto._field_aad(nid, 1, "recipient")) == b"x"
+    blob = _encrypt(key, b"x", _field_aad(nid, 1, "recipient"))
+    assert _decrypt(key, blob, _field_aad(nid, 1, "recipient")) == b"x"
     with pytest.raises(DecryptionError):
-        crypto._decrypt(key, blob, crypto._field_aad(other, 1, "recipient"))
+        _decrypt(key, blob, _field_aad(other, 1, "recipient"))
 
 
 def test_wrapped_key_bound_to_kek_id_even_with_identical_key_bytes():
     same = b"\x05" * 32
     ring = ring_of("a", a=same, b=same)
     nid = uuid.uuid4()
-    sealed = crypto.seal(nid, 1, PLAIN_MAIL, {}, ring=ring)
+    sealed = seal(nid, 1, PLAIN_MAIL, {}, ring=ring)
     relabelled = Sealed(sealed.recipient, sealed.berichtgegevens, sealed.wrapped_key, "b")
     with pytest.raises(DecryptionError):
-        crypto.open_sealed(nid, 1, relabelled, ring=ring)
+        open_sealed(nid, 1, relabelled, ring=ring)
 
 
 @pytest.mark.parametrize("position", [0, 1, 13, -1])
 def test_tampering_is_detected(ring, position):
     nid = uuid.uuid4()
-    sealed = crypto.seal(nid, 1, PLAIN_MAIL, {"k": PLAIN_VALUE}, ring=ring)
+    sealed = seal(nid, 1, PLAIN_MAIL, {"k": PLAIN_VALUE}, ring=ring)
     blob = bytearray(sealed.recipient)
     blob[position] ^= 0x01
     with pytest.raises(DecryptionError):
-        crypto.open_sealed(nid, 1, replace(sealed, recipient=bytes(blob)), ring=ring)
+        open_sealed(nid, 1, replace(sealed, recipient=bytes(blob)), ring=ring)
 
 
 def test_truncated_ciphertext(ring):
     nid = uuid.uuid4()
-    sealed = crypto.seal(nid, 1, PLAIN_MAIL, {}, ring=ring)
+    sealed = seal(nid, 1, PLAIN_MAIL, {}, ring=ring)
     short = Sealed(sealed.recipient[:20], sealed.berichtgegevens, sealed.wrapped_key, "kek-1")
     with pytest.raises(DecryptionError, match="unknown format or is truncated"):
-        crypto.open_sealed(nid, 1, short, ring=ring)
+        open_sealed(nid, 1, short, ring=ring)
 
 
 def test_unknown_kek_id(ring):
     nid = uuid.uuid4()
-    sealed = crypto.seal(nid, 1, PLAIN_MAIL, {}, ring=ring)
+    sealed = seal(nid, 1, PLAIN_MAIL, {}, ring=ring)
     other = Sealed(sealed.recipient, sealed.berichtgegevens, sealed.wrapped_key, "kek-9")
     with pytest.raises(UnknownKekError, match="kek-9"):
-        crypto.open_sealed(nid, 1, other, ring=ring)
+        open_sealed(nid, 1, other, ring=ring)
 
 
 def test_errors_carry_no_plaintext_and_nothing_is_logged(ring, caplog):
     caplog.set_level(logging.DEBUG)
     nid = uuid.uuid4()
-    sealed = crypto.seal(nid, 1, PLAIN_MAIL, {"naam": PLAIN_VALUE}, ring=ring)
-    opened = crypto.open_sealed(nid, 1, sealed, ring=ring)
+    sealed = seal(nid, 1, PLAIN_MAIL, {"naam": PLAIN_VALUE}, ring=ring)
+    opened = open_sealed(nid, 1, sealed, ring=ring)
     assert PLAIN_MAIL not in repr(opened) and PLAIN_VALUE not in repr(opened)
     failures = []
     for attempt in (
-        lambda: crypto.open_sealed(nid, 2, sealed, ring=ring),
-        lambda: crypto.seal(nid, 1, PLAIN_MAIL, {"naam": 12345}, ring=ring),
-        lambda: crypto.payload_hash({"x": 1.5, "y": PLAIN_VALUE}),
-        lambda: crypto.seal(nid, 1, PLAIN_MAIL + "\ud800", {}, ring=ring),
+        lambda: open_sealed(nid, 2, sealed, ring=ring),
+        lambda: seal(nid, 1, PLAIN_MAIL, {"naam": 12345}, ring=ring),
+        lambda: payload_hash({"x": 1.5, "y": PLAIN_VALUE}),
+        lambda: seal(nid, 1, PLAIN_MAIL + "\ud800", {}, ring=ring),
     ):
         with pytest.raises(Exception) as info:  # any failure; its text is checked below
             attempt()
@@ -292,13 +313,13 @@ def test_errors_carry_no_plaintext_and_nothing_is_logged(ring, caplog):
 
 def test_seal_type_checks(ring):
     with pytest.raises(TypeError):
-        crypto.seal("not-a-uuid", 1, "a", {}, ring=ring)
+        seal("not-a-uuid", 1, "a", {}, ring=ring)
     with pytest.raises(TypeError):
-        crypto.seal(uuid.uuid4(), True, "a", {}, ring=ring)
+        seal(uuid.uuid4(), True, "a", {}, ring=ring)
     with pytest.raises(ValueError, match="bigint"):
-        crypto.seal(uuid.uuid4(), 2**63, "a", {}, ring=ring)
+        seal(uuid.uuid4(), 2**63, "a", {}, ring=ring)
     with pytest.raises(TypeError):
-        crypto.seal(uuid.uuid4(), 1, b"bytes", {}, ring=ring)
+        seal(uuid.uuid4(), 1, b"bytes", {}, ring=ring)
 
 
 # --------------------------------------------------------------------------------------------
@@ -311,25 +332,25 @@ def test_rotation_old_data_opens_with_new_ring_and_rewrap_moves_it():
     during = ring_of("k2", k1=old_key, k2=new_key)
     after = ring_of("k2", k2=new_key)
     nid = uuid.uuid4()
-    sealed = crypto.seal(nid, 3, PLAIN_MAIL, {"a": "b"}, ring=before)
+    sealed = seal(nid, 3, PLAIN_MAIL, {"a": "b"}, ring=before)
 
-    assert crypto.open_sealed(nid, 3, sealed, ring=during).recipient == PLAIN_MAIL
-    assert crypto.seal(nid, 3, "x", {}, ring=during).kek_id == "k2"
+    assert open_sealed(nid, 3, sealed, ring=during).recipient == PLAIN_MAIL
+    assert seal(nid, 3, "x", {}, ring=during).kek_id == "k2"
 
-    wrapped, kek_id = crypto.rewrap(sealed.wrapped_key, nid, "k1", ring=during)
+    wrapped, kek_id = rewrap(sealed.wrapped_key, nid, "k1", ring=during)
     assert kek_id == "k2"
     assert wrapped != sealed.wrapped_key
     moved = Sealed(sealed.recipient, sealed.berichtgegevens, wrapped, kek_id)
-    assert crypto.open_sealed(nid, 3, moved, ring=after).berichtgegevens == {"a": "b"}
+    assert open_sealed(nid, 3, moved, ring=after).berichtgegevens == {"a": "b"}
     with pytest.raises(UnknownKekError):
-        crypto.open_sealed(nid, 3, sealed, ring=after)
+        open_sealed(nid, 3, sealed, ring=after)
 
 
 def test_rewrap_checks_the_notificatie(ring):
     nid = uuid.uuid4()
-    sealed = crypto.seal(nid, 1, PLAIN_MAIL, {}, ring=ring)
+    sealed = seal(nid, 1, PLAIN_MAIL, {}, ring=ring)
     with pytest.raises(DecryptionError):
-        crypto.rewrap(sealed.wrapped_key, uuid.uuid4(), "kek-1", ring=ring)
+        rewrap(sealed.wrapped_key, uuid.uuid4(), "kek-1", ring=ring)
 
 
 # --------------------------------------------------------------------------------------------
@@ -337,72 +358,68 @@ def test_rewrap_checks_the_notificatie(ring):
 
 
 def test_dvref_hmac_matches_the_documented_encoding(pepper_set):
-    mac, version = crypto.dvref_hmac(42, "zaak-1", pepper_set=pepper_set)
+    mac, version = dvref_hmac(42, "zaak-1", pepper_set=pepper_set)
     message = b"nmc/dvref/v1\x00" + (42).to_bytes(8, "big", signed=True) + b"zaak-1"
     assert version == 2
     assert mac == hmac.new(b"\x02" * 32, message, hashlib.sha256).digest()
 
 
 def test_dvref_hmac_depends_on_dv_dvref_and_version(pepper_set):
-    base = crypto.dvref_hmac(1, "r", pepper_set=pepper_set)[0]
-    assert crypto.dvref_hmac(1, "r", pepper_set=pepper_set)[0] == base
-    assert crypto.dvref_hmac(2, "r", pepper_set=pepper_set)[0] != base
-    assert crypto.dvref_hmac(1, "s", pepper_set=pepper_set)[0] != base
-    older, version = crypto.dvref_hmac(1, "r", 1, pepper_set=pepper_set)
+    base = dvref_hmac(1, "r", pepper_set=pepper_set)[0]
+    assert dvref_hmac(1, "r", pepper_set=pepper_set)[0] == base
+    assert dvref_hmac(2, "r", pepper_set=pepper_set)[0] != base
+    assert dvref_hmac(1, "s", pepper_set=pepper_set)[0] != base
+    older, version = dvref_hmac(1, "r", 1, pepper_set=pepper_set)
     assert version == 1 and older != base
 
 
 def test_dvref_hmac_is_unambiguous_across_dv_boundaries(pepper_set):
     # A naive "dv_id|dvref" or str(dv_id)+dvref encoding would collide on these.
-    assert crypto.dvref_hmac(1, "23", pepper_set=pepper_set) != crypto.dvref_hmac(
-        12, "3", pepper_set=pepper_set
-    )
+    assert dvref_hmac(1, "23", pepper_set=pepper_set) != dvref_hmac(12, "3", pepper_set=pepper_set)
 
 
 def test_dvref_hmac_normalises_to_nfc(pepper_set):
     composed, decomposed = "caf\u00e9", "cafe\u0301"
     assert (
-        crypto.dvref_hmac(1, composed, pepper_set=pepper_set)[0]
-        == crypto.dvref_hmac(1, decomposed, pepper_set=pepper_set)[0]
+        dvref_hmac(1, composed, pepper_set=pepper_set)[0]
+        == dvref_hmac(1, decomposed, pepper_set=pepper_set)[0]
     )
 
 
 def test_dvref_hmacs_all_current_first(pepper_set):
-    macs = crypto.dvref_hmacs_all(5, "r", pepper_set=pepper_set)
+    macs = dvref_hmacs_all(5, "r", pepper_set=pepper_set)
     assert [v for _, v in macs] == [2, 1]
-    assert macs[1] == crypto.dvref_hmac(5, "r", 1, pepper_set=pepper_set)
+    assert macs[1] == dvref_hmac(5, "r", 1, pepper_set=pepper_set)
 
 
 def test_unknown_pepper_version(pepper_set):
     with pytest.raises(CryptoConfigError, match="version 7"):
-        crypto.dvref_hmac(1, "r", 7, pepper_set=pepper_set)
+        dvref_hmac(1, "r", 7, pepper_set=pepper_set)
 
 
 def test_missing_purpose():
-    ps = crypto.parse_peppers({"other": crypto.new_peppers()["dvref"]})
+    ps = parse_peppers({"other": new_peppers()["dvref"]})
     with pytest.raises(CryptoConfigError, match="'dvref'"):
-        crypto.dvref_hmac(1, "r", pepper_set=ps)
+        dvref_hmac(1, "r", pepper_set=ps)
 
 
 def test_load_peppers_from_env_and_file(tmp_path):
-    document = crypto.new_peppers()
-    from_env = crypto.load_peppers(environ={"NMC_PEPPERS": json.dumps(document)})
+    document = new_peppers()
+    from_env = load_peppers(environ={"NMC_PEPPERS": json.dumps(document)})
     path = write_json(tmp_path, document, "peppers.json")
-    from_file = crypto.load_peppers(environ={"NMC_PEPPERS_FILE": str(path)})
-    assert crypto.dvref_hmac(1, "r", pepper_set=from_env) == crypto.dvref_hmac(
-        1, "r", pepper_set=from_file
-    )
+    from_file = load_peppers(environ={"NMC_PEPPERS_FILE": str(path)})
+    assert dvref_hmac(1, "r", pepper_set=from_env) == dvref_hmac(1, "r", pepper_set=from_file)
 
 
 def test_load_peppers_refuses_both_and_neither(tmp_path):
     with pytest.raises(CryptoConfigError, match="not both"):
-        crypto.load_peppers(environ={"NMC_PEPPERS": "{}", "NMC_PEPPERS_FILE": "x"})
+        load_peppers(environ={"NMC_PEPPERS": "{}", "NMC_PEPPERS_FILE": "x"})
     with pytest.raises(CryptoConfigError, match="neither"):
-        crypto.load_peppers(environ={})
+        load_peppers(environ={})
     with pytest.raises(CryptoConfigError, match="not valid JSON"):
-        crypto.load_peppers(environ={"NMC_PEPPERS": "{"})
+        load_peppers(environ={"NMC_PEPPERS": "{"})
     with pytest.raises(CryptoConfigError, match="not found"):
-        crypto.load_peppers(environ={"NMC_PEPPERS_FILE": str(tmp_path / "absent")})
+        load_peppers(environ={"NMC_PEPPERS_FILE": str(tmp_path / "absent")})
 
 
 @pytest.mark.parametrize(
@@ -420,28 +437,28 @@ def test_load_peppers_refuses_both_and_neither(tmp_path):
 )
 def test_malformed_peppers(document, message):
     with pytest.raises(CryptoConfigError, match=message):
-        crypto.parse_peppers(document)
+        parse_peppers(document)
 
 
 def test_pepper_error_does_not_leak_the_secret():
     secret = b64(b"s" * 20)
     with pytest.raises(CryptoConfigError) as info:
-        crypto.parse_peppers({"dvref": {"current": 1, "versions": {"1": secret}}})
+        parse_peppers({"dvref": {"current": 1, "versions": {"1": secret}}})
     assert secret not in str(info.value)
 
 
 def test_peppers_loaded_once(monkeypatch):
-    monkeypatch.setenv("NMC_PEPPERS", json.dumps(crypto.new_peppers()))
+    monkeypatch.setenv("NMC_PEPPERS", json.dumps(new_peppers()))
     monkeypatch.delenv("NMC_PEPPERS_FILE", raising=False)
-    crypto.peppers.cache_clear()
+    peppers.cache_clear()
     try:
-        first = crypto.peppers()
-        monkeypatch.setenv("NMC_PEPPERS", json.dumps(crypto.new_peppers()))
-        assert crypto.peppers() is first
-        mac = crypto.dvref_hmac(1, "r")[0]
-        assert mac == crypto.dvref_hmac(1, "r", pepper_set=first)[0]
+        first = peppers()
+        monkeypatch.setenv("NMC_PEPPERS", json.dumps(new_peppers()))
+        assert peppers() is first
+        mac = dvref_hmac(1, "r")[0]
+        assert mac == dvref_hmac(1, "r", pepper_set=first)[0]
     finally:
-        crypto.peppers.cache_clear()
+        peppers.cache_clear()
 
 
 # --------------------------------------------------------------------------------------------
@@ -450,14 +467,14 @@ def test_peppers_loaded_once(monkeypatch):
 
 def test_payload_hash_is_sha256_of_canonical_json():
     expected = hashlib.sha256('{"a":"é","b":[1,true,null]}'.encode()).digest()
-    assert crypto.payload_hash({"b": [1, True, None], "a": "e\u0301"}) == expected
+    assert payload_hash({"b": [1, True, None], "a": "e\u0301"}) == expected
 
 
 def test_payload_hash_ignores_key_order_and_normalisation():
     one = {"dvRef": "r", "berichtgegevens": {"x": "caf\u00e9", "y": "1"}}
     two = {"berichtgegevens": {"y": "1", "x": "cafe\u0301"}, "dvRef": "r"}
-    assert crypto.payload_hash(one) == crypto.payload_hash(two)
-    assert crypto.payload_hash(one) != crypto.payload_hash({**one, "dvRef": "s"})
+    assert payload_hash(one) == payload_hash(two)
+    assert payload_hash(one) != payload_hash({**one, "dvRef": "s"})
 
 
 @given(st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=8), st.randoms())
@@ -465,25 +482,25 @@ def test_payload_hash_independent_of_insertion_order(mapping, rnd):
     items = list(mapping.items())
     rnd.shuffle(items)
     try:
-        expected = crypto.payload_hash(mapping)
+        expected = payload_hash(mapping)
     except ValueError:
         return  # keys equal after NFC or a lone surrogate: refused either way
-    assert crypto.payload_hash(dict(items)) == expected
+    assert payload_hash(dict(items)) == expected
 
 
 @pytest.mark.parametrize("value", [{"x": 1.0}, {1: "a"}, {"x": b"bytes"}, {"x": {1, 2}}])
 def test_canonical_json_refuses_ambiguous_types(value):
     with pytest.raises(TypeError):
-        crypto.canonical_json(value)
+        canonical_json(value)
 
 
 def test_canonical_json_refuses_keys_that_collide_after_nfc():
     with pytest.raises(ValueError, match="NFC"):
-        crypto.canonical_json({"caf\u00e9": "1", "cafe\u0301": "2"})
+        canonical_json({"caf\u00e9": "1", "cafe\u0301": "2"})
 
 
 def test_canonical_json_has_no_whitespace_and_keeps_unicode():
     assert (
-        crypto.canonical_json({"b": {"d": 1, "c": "ü"}, "a": []})
+        canonical_json({"b": {"d": 1, "c": "ü"}, "a": []})
         == '{"a":[],"b":{"c":"ü","d":1}}'.encode()
     )

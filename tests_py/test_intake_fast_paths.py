@@ -23,15 +23,37 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from starlette.responses import JSONResponse
 
-from nmc import crypto
 from nmc.api import validation as v
 from nmc.api.ids import new_notificatie_ids
 from nmc.api.routes_notificaties import batch_accepted, idempotency_form, sealed_items
+from nmc.canonical_json import _flat_object_json, berichtgegevens_json, canonical_json, payload_hash
+from nmc.kek_ring import new_kek_ring, parse_kek_ring
+from nmc.peppers import (
+    dvref_hmac,
+    dvref_hmac_many,
+    new_peppers,
+    parse_peppers,
+    payload_hmac,
+    payload_hmac_many,
+)
+from nmc.sealing import (
+    FIELD_BERICHTGEGEVENS,
+    DecryptionError,
+    Sealed,
+    _decrypt,
+    _field_aad,
+    _unwrap,
+    open_recipient,
+    open_sealed,
+    seal_many,
+)
+from nmc.secret_files import CryptoConfigError
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 
 # --------------------------------------------------------------------------------------------
-# References: the code before the fast paths (nmc.crypto and nmc.api.validation)
+# References: the code before the fast paths (nmc.canonical_json, nmc.sealing,
+# nmc.api.validation)
 
 
 def reference_canonical_json(value: Any) -> bytes:
@@ -201,7 +223,7 @@ def outcome(function, *args, **kwargs):
 @example("top-level string")
 @example(["a", {"b": None}])
 def test_canonical_json_is_unchanged(value):
-    assert outcome(crypto.canonical_json, value) == outcome(reference_canonical_json, value)
+    assert outcome(canonical_json, value) == outcome(reference_canonical_json, value)
 
 
 @settings(max_examples=700, deadline=None)
@@ -209,11 +231,11 @@ def test_canonical_json_is_unchanged(value):
 def test_payload_hash_with_encoded_gegevens_is_unchanged(canonical):
     form = {k: item for k, item in canonical.items() if k != "batchId"}
     expected = outcome(reference_payload_hash, form)
-    assert outcome(crypto.payload_hash, form) == expected
-    gegevens = outcome(crypto.berichtgegevens_json, canonical["berichtgegevens"])
+    assert outcome(payload_hash, form) == expected
+    gegevens = outcome(berichtgegevens_json, canonical["berichtgegevens"])
     if isinstance(gegevens, bytes):
         assert gegevens == reference_canonical_json(canonical["berichtgegevens"])
-        assert outcome(crypto.payload_hash, form, gegevens_json=gegevens) == expected
+        assert outcome(payload_hash, form, gegevens_json=gegevens) == expected
 
 
 def test_payload_hash_fast_path_is_taken_and_matches():
@@ -226,8 +248,8 @@ def test_payload_hash_fast_path_is_taken_and_matches():
         "geldigTot": None,
         "dienst": None,
     }
-    gegevens = crypto.berichtgegevens_json(canonical["berichtgegevens"])
-    text = crypto._flat_object_json(canonical, "berichtgegevens", gegevens.decode())
+    gegevens = berichtgegevens_json(canonical["berichtgegevens"])
+    text = _flat_object_json(canonical, "berichtgegevens", gegevens.decode())
     assert text is not None
     assert text.encode() == reference_canonical_json(canonical)
 
@@ -278,8 +300,8 @@ def test_sealed_items_match_the_plain_hash_and_open(body, local, domain):
     )
     canonicals = [c for c in (decentraal, centraal) if c is not None]
     assume(canonicals)
-    ring = crypto.parse_kek_ring(crypto.new_kek_ring())
-    peppers = crypto.parse_peppers(crypto.new_peppers())
+    ring = parse_kek_ring(new_kek_ring())
+    peppers = parse_peppers(new_peppers())
     services = types.SimpleNamespace(ring=ring, peppers=peppers, pepper_versie=1)
     items = sealed_items(services, 7, canonicals, "trace")
     payload_key = peppers.for_purpose("payload").versions[1]
@@ -290,22 +312,17 @@ def test_sealed_items_match_the_plain_hash_and_open(body, local, domain):
         message = b"nmc/payload/v1\x00" + (7).to_bytes(8, "big", signed=True) + plain
         assert items.payload_hmacs[i] == hmac.new(payload_key, message, hashlib.sha256).digest()
         assert items.payload_hmacs[i] != reference_payload_hash(idempotency_form(canonical))
-        assert (
-            items.dvref_hmacs[i]
-            == crypto.dvref_hmac(7, canonical["dvRef"], 1, pepper_set=peppers)[0]
-        )
-        sealed = crypto.Sealed(
-            items.ontvangers[i], items.gegevens[i], items.sleutels[i], ring.active_id
-        )
-        opened = crypto.open_sealed(items.ids[i], 7, sealed, ring=ring)
+        assert items.dvref_hmacs[i] == dvref_hmac(7, canonical["dvRef"], 1, pepper_set=peppers)[0]
+        sealed = Sealed(items.ontvangers[i], items.gegevens[i], items.sleutels[i], ring.active_id)
+        opened = open_sealed(items.ids[i], 7, sealed, ring=ring)
         assert opened.recipient == v.recipient_of(canonical)
         assert opened.berichtgegevens == canonical["berichtgegevens"]
         # The stored plaintext is the canonical JSON, byte for byte.
-        data_key = crypto._unwrap(ring, ring.active_id, items.sleutels[i], items.ids[i])
-        gegevens = crypto._decrypt(
+        data_key = _unwrap(ring, ring.active_id, items.sleutels[i], items.ids[i])
+        gegevens = _decrypt(
             AESGCM(data_key),
             items.gegevens[i],
-            crypto._field_aad(items.ids[i], 7, crypto.FIELD_BERICHTGEGEVENS),
+            _field_aad(items.ids[i], 7, FIELD_BERICHTGEGEVENS),
         )
         assert gegevens == reference_canonical_json(canonical["berichtgegevens"])
 
@@ -366,17 +383,15 @@ def test_elfproef_verdict_is_unchanged(digits):
 
 
 def test_seal_many_gives_fresh_keys_and_nonces_and_binds_each_entry():
-    ring = crypto.parse_kek_ring(crypto.new_kek_ring())
+    ring = parse_kek_ring(new_kek_ring())
     ids = [uuid.uuid4() for _ in range(50)]
     entries = [
-        (i, f"r{n}@voorbeeld.nl", crypto.berichtgegevens_json({"n": str(n)}))
-        for n, i in enumerate(ids)
+        (i, f"r{n}@voorbeeld.nl", berichtgegevens_json({"n": str(n)})) for n, i in enumerate(ids)
     ]
-    columns = crypto.seal_many(9, entries, ring=ring)
+    columns = seal_many(9, entries, ring=ring)
     assert columns.kek_id == ring.active_id
     keys = {
-        crypto._unwrap(ring, ring.active_id, w, i)
-        for w, i in zip(columns.wrapped_keys, ids, strict=True)
+        _unwrap(ring, ring.active_id, w, i) for w, i in zip(columns.wrapped_keys, ids, strict=True)
     }
     assert len(keys) == len(ids)
     nonces = [
@@ -385,41 +400,41 @@ def test_seal_many_gives_fresh_keys_and_nonces_and_binds_each_entry():
     ]
     assert len(set(nonces)) == 3 * len(ids)
     for n, i in enumerate(ids):
-        sealed = crypto.Sealed(
+        sealed = Sealed(
             columns.recipients[n],
             columns.berichtgegevens[n],
             columns.wrapped_keys[n],
             ring.active_id,
         )
-        assert crypto.open_sealed(i, 9, sealed, ring=ring).recipient == f"r{n}@voorbeeld.nl"
+        assert open_sealed(i, 9, sealed, ring=ring).recipient == f"r{n}@voorbeeld.nl"
         assert (
-            crypto.open_recipient(
+            open_recipient(
                 i, 9, columns.recipients[n], columns.wrapped_keys[n], ring.active_id, ring=ring
             )
             == f"r{n}@voorbeeld.nl"
         )
-    swapped = crypto.Sealed(
+    swapped = Sealed(
         columns.recipients[1], columns.berichtgegevens[1], columns.wrapped_keys[1], ring.active_id
     )
-    with pytest.raises(crypto.DecryptionError):
-        crypto.open_sealed(ids[0], 9, swapped, ring=ring)
+    with pytest.raises(DecryptionError):
+        open_sealed(ids[0], 9, swapped, ring=ring)
 
 
 def test_seal_many_type_checks():
-    ring = crypto.parse_kek_ring(crypto.new_kek_ring())
+    ring = parse_kek_ring(new_kek_ring())
     with pytest.raises(TypeError):
-        crypto.seal_many(1, [(uuid.uuid4(), "a", {"not": "bytes"})], ring=ring)
+        seal_many(1, [(uuid.uuid4(), "a", {"not": "bytes"})], ring=ring)
     with pytest.raises(TypeError):
-        crypto.seal_many(1, [("not-a-uuid", "a", b"{}")], ring=ring)
-    assert crypto.seal_many(1, [], ring=ring).recipients == []
+        seal_many(1, [("not-a-uuid", "a", b"{}")], ring=ring)
+    assert seal_many(1, [], ring=ring).recipients == []
 
 
 @given(st.lists(texts, max_size=10), st.integers(min_value=-(2**63), max_value=2**63 - 1))
 def test_dvref_hmac_many_matches_the_definition(dvrefs, dv_id):
-    peppers = crypto.parse_peppers(crypto.new_peppers())
+    peppers = parse_peppers(new_peppers())
     key = peppers.for_purpose("dvref").versions[1]
     try:
-        macs = crypto.dvref_hmac_many(dv_id, dvrefs, 1, pepper_set=peppers)
+        macs = dvref_hmac_many(dv_id, dvrefs, 1, pepper_set=peppers)
     except ValueError:  # a lone surrogate, refused as before
         assert any("\ud800" <= ch <= "\udfff" for d in dvrefs for ch in d)
         return
@@ -430,22 +445,22 @@ def test_dvref_hmac_many_matches_the_definition(dvrefs, dv_id):
             + unicodedata.normalize("NFC", dvref).encode()
         )
         assert mac == hmac.new(key, message, hashlib.sha256).digest()
-        assert mac == crypto.dvref_hmac(dv_id, dvref, 1, pepper_set=peppers)[0]
+        assert mac == dvref_hmac(dv_id, dvref, 1, pepper_set=peppers)[0]
 
 
 @given(st.lists(st.binary(max_size=50), max_size=10), st.integers(-(2**63), 2**63 - 1))
 def test_payload_hmac_many_matches_the_definition(payloads, dv_id):
-    peppers = crypto.parse_peppers(crypto.new_peppers())
+    peppers = parse_peppers(new_peppers())
     key = peppers.for_purpose("payload").versions[1]
-    macs = crypto.payload_hmac_many(dv_id, payloads, 1, pepper_set=peppers)
+    macs = payload_hmac_many(dv_id, payloads, 1, pepper_set=peppers)
     for payload, mac in zip(payloads, macs, strict=True):
         message = b"nmc/payload/v1\x00" + dv_id.to_bytes(8, "big", signed=True) + payload
         assert mac == hmac.new(key, message, hashlib.sha256).digest()
-    with pytest.raises(crypto.CryptoConfigError):
-        crypto.payload_hmac_many(dv_id, payloads, 2, pepper_set=peppers)
+    with pytest.raises(CryptoConfigError):
+        payload_hmac_many(dv_id, payloads, 2, pepper_set=peppers)
     request = {"dvRef": "e\u0301", "b": None}
-    assert crypto.payload_hmac(dv_id, request, pepper_set=peppers) == (
-        crypto.payload_hmac_many(dv_id, [crypto.canonical_json(request)], 1, pepper_set=peppers)[0],
+    assert payload_hmac(dv_id, request, pepper_set=peppers) == (
+        payload_hmac_many(dv_id, [canonical_json(request)], 1, pepper_set=peppers)[0],
         1,
     )
 

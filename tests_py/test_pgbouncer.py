@@ -36,9 +36,10 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
+from nmc.admin.dev_iam import generate_dev_iam_key, issue_dev_token
 from nmc.api.app import create_app
-from nmc.api.auth import generate_dev_iam_key, issue_dev_token
-from nmc.crypto import new_kek_ring, new_peppers, parse_kek_ring
+from nmc.kek_ring import new_kek_ring, parse_kek_ring
+from nmc.peppers import new_peppers
 from nmc.worker.config import WorkerConfig
 from nmc.worker.loop import Worker
 from nmc_dev.embedded_db import CLUSTER_OS_USER

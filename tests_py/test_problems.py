@@ -10,7 +10,7 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from nmc.api import problems as p
-from nmc.api.auth import JwksUnavailable, Unauthenticated
+from nmc.api.auth_errors import JwksUnavailable, Unauthenticated
 from nmc.api.validation import ValidationFailed, violation
 from nmc.status import NOTIFICATIE_STATUSES
 

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nmc import crypto
 from nmc.api import validation as v
 from nmc.api.validation import ValidationFailed
+from nmc.canonical_json import payload_hash
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 
@@ -116,10 +116,10 @@ def test_equivalent_requests_hash_equally_and_different_ones_do_not():
             )
         )
     )
-    hash_one = crypto.payload_hash(v.validate_decentraal(one, now=NOW))
-    assert hash_one == crypto.payload_hash(v.validate_decentraal(two, now=NOW))
+    hash_one = payload_hash(v.validate_decentraal(one, now=NOW))
+    assert hash_one == payload_hash(v.validate_decentraal(two, now=NOW))
     other = decentraal(geldigTot="2025-06-02T12:00:01Z", emailAdres="Jan@voorbeeld.nl")
-    assert hash_one != crypto.payload_hash(v.validate_decentraal(other, now=NOW))
+    assert hash_one != payload_hash(v.validate_decentraal(other, now=NOW))
 
 
 def test_regie_is_part_of_the_canonical_form():

@@ -45,6 +45,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
+from nmc import settings_env
 from nmc.errors import NmcError
 from nmc.webhook_signing import SigningConfigError, SigningKey, new_signing_ring, parse_signing_ring
 
@@ -133,7 +134,7 @@ def load_afleverbewijs_ring(
     """The ring from `path` or NMC_AFLEVERBEWIJS_SIGNING_KEYS_FILE; None when neither is given."""
     env = os.environ if environ is None else environ
     if path is None:
-        path = env.get(ENV_FILE) or None
+        path = settings_env.text(env, ENV_FILE)
         if path is None:
             return None
     return parse_afleverbewijs_ring(read_ring_document(Path(path)))

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psycopg
 
+from nmc import settings_env
 from nmc.admin import beheerrapport as admin_rapportage
 from nmc.admin import onboarding as admin_tasks
 from nmc.admin import operations as admin_ops
@@ -90,7 +91,7 @@ def admin_keys_init(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _afleverbewijs_file(args: argparse.Namespace) -> Path:
-    path = args.file or os.environ.get("NMC_AFLEVERBEWIJS_SIGNING_KEYS_FILE")
+    path = args.file or settings_env.text(os.environ, "NMC_AFLEVERBEWIJS_SIGNING_KEYS_FILE")
     if not path:
         raise NmcError("name the ring with --file or NMC_AFLEVERBEWIJS_SIGNING_KEYS_FILE")
     return Path(path)
@@ -165,13 +166,13 @@ def console_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def admin_console_token(args: argparse.Namespace, settings: Settings) -> int:
-    from nmc.api.auth import issue_dev_claims
+    from nmc.admin.dev_iam import issue_dev_claims
     from nmc.console.settings import DEFAULT_ROLE_CLAIM
 
-    claim = os.environ.get("NMC_CONSOLE_ROLE_CLAIM") or DEFAULT_ROLE_CLAIM
+    claim = settings_env.text(os.environ, "NMC_CONSOLE_ROLE_CLAIM", DEFAULT_ROLE_CLAIM)
     if "." in claim:
         raise NmcError("console-token writes a top-level role claim; unset NMC_CONSOLE_ROLE_CLAIM")
-    audience = os.environ.get("NMC_CONSOLE_OAUTH_AUDIENCE") or "nmc-console"
+    audience = settings_env.text(os.environ, "NMC_CONSOLE_OAUTH_AUDIENCE", "nmc-console")
     claims = {"sub": args.sub, claim: [args.rol]}
     print(issue_dev_claims(claims, audience=audience, lifetime_seconds=args.ttl))
     return 0
@@ -305,7 +306,8 @@ def admin_notificatie_force(args: argparse.Namespace, settings: Settings) -> int
 
 
 def admin_kek_status(args: argparse.Namespace, settings: Settings) -> int:
-    from nmc.crypto import CryptoConfigError, load_kek_ring
+    from nmc.kek_ring import load_kek_ring
+    from nmc.secret_files import CryptoConfigError
 
     try:
         ring = load_kek_ring()
@@ -325,7 +327,7 @@ def admin_kek_status(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def admin_kek_rotate(args: argparse.Namespace, settings: Settings) -> int:
-    from nmc.crypto import load_kek_ring
+    from nmc.kek_ring import load_kek_ring
 
     def progress(stored: int, total: int) -> None:
         print(f"re-wrapped {stored} (total {total})", flush=True)

@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from nmc import settings_env
+
 TYPE_PREFIX = "nl.overheid.moz.notificatie.status."
 PLACEHOLDER_OIN = "00000000000000000000"
 """Used when NMC_OIN is unset: set NMC_OIN (or NMC_API_EVENT_SOURCE) in every deployment."""
@@ -44,10 +46,10 @@ ATTRIBUTES = (
 def event_source(environ: Mapping[str, str] | None = None) -> str:
     """The `source` of every event: NMC_API_EVENT_SOURCE, else the URN with NMC_OIN."""
     env = os.environ if environ is None else environ
-    explicit = (env.get("NMC_API_EVENT_SOURCE") or "").strip()
+    explicit = settings_env.stripped_text(env, "NMC_API_EVENT_SOURCE")
     if explicit:
         return explicit
-    oin = (env.get("NMC_OIN") or "").strip() or PLACEHOLDER_OIN
+    oin = settings_env.stripped_text(env, "NMC_OIN", PLACEHOLDER_OIN)
     return f"urn:nld:oin:{oin}:systeem:nmc"
 
 

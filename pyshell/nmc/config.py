@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from nmc import settings_env
 from nmc.errors import NmcError
 
 DEFAULT_DB_PORT = 54329
@@ -32,16 +33,13 @@ class Settings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
         env = os.environ if environ is None else environ
-        root = Path(env.get("NMC_ROOT") or _PACKAGE_ROOT).resolve()
-        port_text = env.get("NMC_DB_PORT") or ""
-        if port_text and not port_text.isdigit():
-            raise NmcError(f"NMC_DB_PORT must be a port number, not {port_text!r}")
+        root = settings_env.path(env, "NMC_ROOT", _PACKAGE_ROOT).resolve()
         return cls(
-            database_url=env.get("NMC_DATABASE_URL") or None,
-            db_port=int(port_text) if port_text else None,
-            home=Path(env.get("NMC_HOME") or root / ".nmc").resolve(),
+            database_url=settings_env.text(env, "NMC_DATABASE_URL"),
+            db_port=settings_env.whole_number(env, "NMC_DB_PORT", None, minimum=1, maximum=65535),
+            home=settings_env.path(env, "NMC_HOME", root / ".nmc").resolve(),
             root=root,
-            test_clock=env.get("NMC_TEST_CLOCK") == "1",
+            test_clock=settings_env.flag(env, "NMC_TEST_CLOCK", False),
         )
 
     @property

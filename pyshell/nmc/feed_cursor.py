@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from nmc.crypto import PURPOSE_DVREF, CryptoConfigError, Peppers
+from nmc.peppers import PURPOSE_DVREF, Peppers
+from nmc.secret_files import CryptoConfigError
 
 PURPOSE_CURSOR = "cursor"
 

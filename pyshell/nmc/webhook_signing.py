@@ -33,6 +33,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
+from nmc import settings_env
 from nmc.cloudevents import event_source
 from nmc.errors import NmcError
 
@@ -101,7 +102,7 @@ class SigningRing:
 def issuer(environ: Mapping[str, str] | None = None) -> str:
     """The `iss` of webhook tokens: NMC_WEBHOOK_ISSUER, else the event source."""
     env = os.environ if environ is None else environ
-    return (env.get("NMC_WEBHOOK_ISSUER") or "").strip() or event_source(env)
+    return settings_env.stripped_text(env, "NMC_WEBHOOK_ISSUER") or event_source(env)
 
 
 def parse_signing_ring(document: Any) -> SigningRing:
@@ -127,7 +128,7 @@ def load_signing_ring(
     """The ring from `path` or NMC_WEBHOOK_SIGNING_KEYS_FILE; None when neither is given."""
     env = os.environ if environ is None else environ
     if path is None:
-        path = env.get("NMC_WEBHOOK_SIGNING_KEYS_FILE") or None
+        path = settings_env.text(env, "NMC_WEBHOOK_SIGNING_KEYS_FILE")
         if path is None:
             return None
     try:

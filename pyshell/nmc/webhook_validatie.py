@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from nmc import settings_env
 from nmc.errors import NmcError
 
 REQUEST_ORIGIN = "WebHook-Request-Origin"
@@ -92,7 +93,7 @@ class Adresbeleid:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Adresbeleid":
         env = os.environ if environ is None else environ
-        return cls.parse(env.get(ALLOWED_NETWORKS_ENV))
+        return cls.parse(settings_env.text(env, ALLOWED_NETWORKS_ENV))
 
     def weigering(self, address: Address) -> str | None:
         """Why `address` is refused as a webhook target (an error class), or None."""
@@ -123,9 +124,10 @@ def _not_public(address: Address) -> str | None:
 def origin_from_env(environ: Mapping[str, str] | None = None) -> str:
     """The NMC's origin in the handshake: NMC_WEBHOOK_ORIGIN, else NMC_API_SERVER_URL's host."""
     env = os.environ if environ is None else environ
-    if env.get(ORIGIN_ENV):
-        return env[ORIGIN_ENV]
-    host = urlsplit(env.get("NMC_API_SERVER_URL") or "").hostname
+    origin = settings_env.text(env, ORIGIN_ENV)
+    if origin:
+        return origin
+    host = urlsplit(settings_env.text(env, "NMC_API_SERVER_URL", "")).hostname
     return host or "nmc"
 
 

@@ -3,7 +3,7 @@
 import uuid
 from typing import Any
 
-from nmc.api.auth import issue_dev_token
+from nmc.admin.dev_iam import issue_dev_token
 
 ISSUER = "https://iam.nmc.test"
 AUDIENCE = "nmc-api-test"

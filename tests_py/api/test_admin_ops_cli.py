@@ -9,7 +9,8 @@ import pytest
 from apitest import auth, centraal
 from feedtest import intake, transition
 
-from nmc.crypto import Sealed, load_kek_ring, open_sealed
+from nmc.kek_ring import load_kek_ring
+from nmc.sealing import Sealed, open_sealed
 
 
 def with_second_kek(ring: dict) -> dict:

@@ -17,10 +17,12 @@ import pytest
 from apitest import BASE, auth, centraal, decentraal
 from starlette.testclient import TestClient
 
-from nmc import crypto
 from nmc.api import validation
 from nmc.api.app import create_app
 from nmc.api.routes_notificaties import idempotency_form
+from nmc.canonical_json import canonical_json, payload_hash
+from nmc.peppers import dvref_hmac, new_peppers, parse_peppers
+from nmc.secret_files import CryptoConfigError
 
 DECENTRAAL = f"{BASE}/decentraal/notificaties"
 CENTRAAL = f"{BASE}/centraal/notificaties"
@@ -32,7 +34,7 @@ def canonical_request(body: dict, regie: str) -> bytes:
     validate = (
         validation.validate_decentraal if regie == "decentraal" else validation.validate_centraal
     )
-    return crypto.canonical_json(idempotency_form(validate(body, now=NOW)))
+    return canonical_json(idempotency_form(validate(body, now=NOW)))
 
 
 def stored_payload(conn, notificatie_id: str) -> tuple[bytes, int, int]:
@@ -60,7 +62,7 @@ def test_the_stored_value_is_a_keyed_hmac_not_sha256_of_the_request(
     assert bytes(stored) != hashlib.sha256(canonical).digest()
     versie = stored_payload(conn, notificatie_id)[1]
     pepper = api_env.peppers["payload"]
-    key = crypto.parse_peppers(api_env.peppers).for_purpose("payload").versions[pepper["current"]]
+    key = parse_peppers(api_env.peppers).for_purpose("payload").versions[pepper["current"]]
     message = b"nmc/payload/v1\x00" + dv_id.to_bytes(8, "big", signed=True) + canonical
     assert bytes(stored) == hmac.new(key, message, hashlib.sha256).digest()
     assert versie == pepper["current"]
@@ -68,7 +70,7 @@ def test_the_stored_value_is_a_keyed_hmac_not_sha256_of_the_request(
 
 def test_the_api_does_not_start_without_a_payload_pepper(api_env, dvs, monkeypatch):
     monkeypatch.setenv("NMC_PEPPERS", json.dumps({"dvref": api_env.peppers["dvref"]}))
-    with pytest.raises(crypto.CryptoConfigError, match="'payload'"), TestClient(create_app()):
+    with pytest.raises(CryptoConfigError, match="'payload'"), TestClient(create_app()):
         pass
 
 
@@ -80,7 +82,7 @@ def test_replay_after_a_payload_pepper_rotation(api_env, dvs, conn, monkeypatch)
         "current": 2,
         "versions": {
             **api_env.peppers["payload"]["versions"],
-            "2": crypto.new_peppers(("payload",))["payload"]["versions"]["1"],
+            "2": new_peppers(("payload",))["payload"]["versions"]["1"],
         },
     }
     body = decentraal(dvRef="voor-de-payload-rotatie")
@@ -109,14 +111,14 @@ def test_replay_of_a_row_from_before_the_payload_pepper(client, conn, api_env, d
     """A row an earlier release stored (unkeyed SHA-256, version 0, through the old intake
     signature) is answered on a replay, single and batch; another payload is a 409."""
     body = decentraal(dvRef="uit-de-vorige-release")
-    peppers = crypto.parse_peppers(api_env.peppers)
-    dvref_mac, dvref_versie = crypto.dvref_hmac(dvs["A"], body["dvRef"], pepper_set=peppers)
+    peppers = parse_peppers(api_env.peppers)
+    dvref_mac, dvref_versie = dvref_hmac(dvs["A"], body["dvRef"], pepper_set=peppers)
     canonical = idempotency_form(validation.validate_decentraal(body, now=NOW))
     oud_id = uuid.uuid4()
     conn.execute(
         "SELECT nmc.intake_notificatie(%s, %s, 'aanslag', 'decentraal', %s, %s::smallint, %s, "
         "'\\x0a', '\\x0b', '\\x0c', 'kek-test-1', NULL, NULL, %s)",
-        [oud_id, dvs["A"], dvref_mac, dvref_versie, crypto.payload_hash(canonical),
+        [oud_id, dvs["A"], dvref_mac, dvref_versie, payload_hash(canonical),
          secrets.token_hex(16)],
     )  # fmt: skip
     assert stored_payload(conn, oud_id)[1] == 0

@@ -6,7 +6,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from nmc.api import lijst_cursor
-from nmc.api.auth import Principal, Unauthenticated
+from nmc.api.auth import Principal
+from nmc.api.auth_errors import Unauthenticated
 from nmc.api.middleware import parse_traceparent
 from nmc.api.routes_callback import token_matches
 from nmc.api.routes_notificaties import etag_matches, idempotency_form

@@ -9,10 +9,10 @@ import pytest
 from consoletest import AUDIENCE, DV_AUDIENCE, ISSUER, Populated, populate
 from starlette.testclient import TestClient
 
-from nmc import crypto
-from nmc.api.auth import generate_dev_iam_key
+from nmc.admin.dev_iam import generate_dev_iam_key
 from nmc.console.app import create_app
 from nmc.database import with_overrides
+from nmc.kek_ring import KekRing, new_kek_ring, parse_kek_ring
 
 
 @pytest.fixture
@@ -36,12 +36,12 @@ def console_env(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 
 @pytest.fixture(scope="session")
-def ring() -> crypto.KekRing:
-    return crypto.parse_kek_ring(crypto.new_kek_ring("kek-console-test"))
+def ring() -> KekRing:
+    return parse_kek_ring(new_kek_ring("kek-console-test"))
 
 
 @pytest.fixture
-def data(conn: psycopg.Connection, ring: crypto.KekRing) -> Populated:
+def data(conn: psycopg.Connection, ring: KekRing) -> Populated:
     return populate(conn, ring)
 
 

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 import psycopg
 
-from nmc import crypto
-from nmc.api.auth import issue_dev_claims
+from nmc.admin.dev_iam import issue_dev_claims
+from nmc.kek_ring import KekRing
+from nmc.sealing import seal
 from privacy_scan import DVREF, SCAN
 
 ISSUER = "https://iam.console.test"
@@ -53,16 +54,12 @@ def _dv(conn: psycopg.Connection, oin: str, naam: str, **extra) -> int:
     ).fetchone()[0]
 
 
-def _intake(
-    conn: psycopg.Connection, dv_id: int, ring: crypto.KekRing, recipient: str
-) -> uuid.UUID:
+def _intake(conn: psycopg.Connection, dv_id: int, ring: KekRing, recipient: str) -> uuid.UUID:
     notificatie_id = uuid.uuid4()
     dvref = f"dossier-{secrets.token_hex(6)}"
     SCAN.register_sealed(recipient, {"naam": "Jansen-Testpersoon"})
     SCAN.register(DVREF, dvref)
-    sealed = crypto.seal(
-        notificatie_id, dv_id, recipient, {"naam": "Jansen-Testpersoon"}, ring=ring
-    )
+    sealed = seal(notificatie_id, dv_id, recipient, {"naam": "Jansen-Testpersoon"}, ring=ring)
     conn.execute(
         "SELECT nmc.intake_notificatie(%s, %s, 'aanslag', 'decentraal', %s, 1::smallint, %s,"
         " %s, %s, %s, %s, NULL, NULL, %s)",
@@ -83,7 +80,7 @@ def _walk(conn: psycopg.Connection, notificatie_id: uuid.UUID, *steps: tuple[str
         )
 
 
-def populate(conn: psycopg.Connection, ring: crypto.KekRing) -> Populated:
+def populate(conn: psycopg.Connection, ring: KekRing) -> Populated:
     dv_een = _dv(conn, "00000001800000001000", "DV Belastingen (test)")
     dv_twee = _dv(
         conn, "00000001800000002000", "DV Gemeente Voorbeeldstad (test)",

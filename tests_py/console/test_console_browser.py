@@ -21,9 +21,9 @@ import psycopg
 import pytest
 from consoletest import Populated, token
 
-from nmc import crypto
 from nmc.console.app import create_app
 from nmc.database import with_overrides
+from nmc.kek_ring import new_kek_ring, parse_kek_ring
 from nmc.worker.config import WorkerConfig
 from nmc.worker.loop import Worker
 from nmc_dev.sim.server import start_in_thread
@@ -91,7 +91,7 @@ async def wissen_round(db_url: str, tmp_path: Path) -> int:
         kinds=("wissen",),
         pool_size=2,
     )
-    ring = crypto.parse_kek_ring(crypto.new_kek_ring("kek-browser"))
+    ring = parse_kek_ring(new_kek_ring("kek-browser"))
     async with Worker.started(config, ring=ring, pseudonym_key=secrets.token_bytes(32)) as worker:
         return await worker.run_once("wissen")
 

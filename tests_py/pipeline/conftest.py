@@ -24,8 +24,10 @@ from pipelinetest import (
     configure_notifynl,
 )
 
-from nmc import crypto
 from nmc.database import with_overrides
+from nmc.kek_ring import KekRing, new_kek_ring, parse_kek_ring
+from nmc.peppers import new_peppers
+from nmc.sealing import seal
 from nmc.worker.config import WorkerConfig
 from nmc.worker.loop import Worker
 from nmc_dev.sim.ldv import RECORDS_PATH, LdvSim
@@ -78,8 +80,8 @@ def callbacks(
 ) -> Iterator[str]:
     """The real DV API (`nmc.api.app`) on a free port, as the target of NotifyNL's callbacks:
     its callback endpoint stores receipts through nmc.store_receipt as nmc_api."""
+    from nmc.admin.dev_iam import generate_dev_iam_key
     from nmc.api.app import create_app
-    from nmc.api.auth import generate_dev_iam_key
     from nmc.api.routes_callback import CALLBACK_PATH
 
     generate_dev_iam_key(tmp_path / "iam.pem", tmp_path / "jwks.json")
@@ -87,7 +89,7 @@ def callbacks(
     for name, value in {
         "NMC_API_DATABASE_URL": with_overrides(db_url, user="nmc_api"),
         "NMC_KEK_FILE": str(tmp_path / "kek.json"),
-        "NMC_PEPPERS": json.dumps(crypto.new_peppers()),
+        "NMC_PEPPERS": json.dumps(new_peppers()),
         "NMC_OAUTH_ISSUER": "https://iam.test",
         "NMC_OAUTH_AUDIENCE": "nmc",
         "NMC_OAUTH_JWKS_FILE": str(tmp_path / "jwks.json"),
@@ -107,12 +109,12 @@ def callbacks(
 
 @pytest.fixture(scope="session")
 def ring_document() -> dict:
-    return crypto.new_kek_ring("kek-test")
+    return new_kek_ring("kek-test")
 
 
 @pytest.fixture(scope="session")
-def ring(ring_document: dict) -> crypto.KekRing:
-    return crypto.parse_kek_ring(ring_document)
+def ring(ring_document: dict) -> KekRing:
+    return parse_kek_ring(ring_document)
 
 
 @pytest.fixture
@@ -132,7 +134,7 @@ def dv_id(conn: psycopg.Connection) -> int:
 
 
 @pytest.fixture
-def intake(conn: psycopg.Connection, dv_id: int, ring: crypto.KekRing):
+def intake(conn: psycopg.Connection, dv_id: int, ring: KekRing):
     """intake(recipient, regie=…, geldig_tot=…) -> notificatie id, through nmc.intake_notificatie
     as the API calls it (ids, seal, HMACs made here)."""
 
@@ -147,9 +149,7 @@ def intake(conn: psycopg.Connection, dv_id: int, ring: crypto.KekRing):
     ) -> uuid.UUID:
         notificatie_id = uuid.uuid4()
         SCAN.register_sealed(recipient, gegevens)  # personal: scanned for in every output
-        sealed = crypto.seal(
-            notificatie_id, dv_id, recipient, gegevens or {"naam": "Test"}, ring=ring
-        )
+        sealed = seal(notificatie_id, dv_id, recipient, gegevens or {"naam": "Test"}, ring=ring)
         row = conn.execute(
             "SELECT notificatie_id FROM nmc.intake_notificatie(%s, %s, %s, %s::nmc.regie, %s, "
             "1::smallint, %s, %s, %s, %s, %s, %s, NULL, %s, %s)",
@@ -192,7 +192,7 @@ def worker_config(sim: Sims, db_url: str, tmp_path: Path) -> WorkerConfig:
 
 
 @pytest.fixture
-async def worker(worker_config: WorkerConfig, ring: crypto.KekRing) -> AsyncIterator[Worker]:
+async def worker(worker_config: WorkerConfig, ring: KekRing) -> AsyncIterator[Worker]:
     async with Worker.started(
         worker_config, ring=ring, pseudonym_key=secrets.token_bytes(32)
     ) as started:

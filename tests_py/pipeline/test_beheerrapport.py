@@ -26,7 +26,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from nmc import crypto
+from nmc.kek_ring import KekRing
+from nmc.sealing import seal
 from nmc.webhook_signing import SigningRing, parse_signing_ring
 from nmc.webhook_signing import new_signing_ring as make_ring
 from nmc.worker.beheerrapport import SOORT
@@ -113,7 +114,7 @@ def kanalen(conn: psycopg.Connection, dv_id: int, endpoint: Endpoint) -> tuple[i
 
 @pytest.fixture
 async def rapporteur(
-    worker_config: WorkerConfig, signing_ring: SigningRing, ring: crypto.KekRing, sim: Sims
+    worker_config: WorkerConfig, signing_ring: SigningRing, ring: KekRing, sim: Sims
 ) -> AsyncIterator[Worker]:
     """A worker of only this kind; the endpoint listens on loopback: explicitly allowed."""
     config = dataclasses.replace(
@@ -245,13 +246,13 @@ async def test_reports_reach_the_channels_once_a_day(
     assert post["traceparent"], "the LDV record's span travels on the call"
 
 
-def intake_for(conn: psycopg.Connection, dv_id: int, ring: crypto.KekRing):
+def intake_for(conn: psycopg.Connection, dv_id: int, ring: KekRing):
     """A decentraal intake of another DV (its berichttype aanslag), as the API calls it."""
 
     def accept(recipient: str) -> uuid.UUID:
         notificatie_id = uuid.uuid4()
         SCAN.register_sealed(recipient, None)
-        sealed = crypto.seal(notificatie_id, dv_id, recipient, {"naam": "Test"}, ring=ring)
+        sealed = seal(notificatie_id, dv_id, recipient, {"naam": "Test"}, ring=ring)
         return conn.execute(
             "SELECT notificatie_id FROM nmc.intake_notificatie(%s, %s, 'aanslag', 'decentraal',"
             " %s, 1::smallint, %s, %s, %s, %s, %s, NULL, NULL, %s, NULL)",

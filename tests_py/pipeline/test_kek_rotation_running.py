@@ -18,9 +18,9 @@ import time
 import psycopg
 from pipelinetest import sim_get
 
-from nmc import crypto
 from nmc.admin import operations as admin_ops
 from nmc.config import Settings
+from nmc.kek_ring import new_kek_ring, parse_kek_ring
 from nmc.worker.loop import Worker
 
 PER_WAVE = 12
@@ -69,9 +69,9 @@ async def test_rotation_with_a_running_worker_sends_every_notification_right(
     kek_a = ring_document["active"]
     both = {
         "active": KEK_B,
-        "keys": {**ring_document["keys"], KEK_B: crypto.new_kek_ring(KEK_B)["keys"][KEK_B]},
+        "keys": {**ring_document["keys"], KEK_B: new_kek_ring(KEK_B)["keys"][KEK_B]},
     }
-    ring_ab = crypto.parse_kek_ring(both)  # the worker's ring after the roll: B active, A kept
+    ring_ab = parse_kek_ring(both)  # the worker's ring after the roll: B active, A kept
     settings = dataclasses.replace(Settings.from_env(), database_url=db_url)
     config = dataclasses.replace(worker_config, kinds=("verzenden",), batch=4, concurrency=3)
 

@@ -6,9 +6,10 @@ import dataclasses
 import secrets
 import uuid
 
-from nmc import crypto
 from nmc.admin import operations as admin_ops
 from nmc.config import Settings
+from nmc.kek_ring import new_kek_ring, parse_kek_ring
+from nmc.sealing import Sealed, open_sealed
 from nmc.worker.config import DEFAULT_KINDS, KINDS
 from nmc.worker.loop import Worker
 from nmc.worker.onderhoud import JOBS
@@ -54,10 +55,10 @@ async def test_maintenance_rewraps_every_key_to_the_newest_active_kek(
     ids = [intake(f"bezorgd+herwrap-{n}@voorbeeld.nl") for n in range(7)]
     kek_a = ring.active_id
     assert await worker.run_once("onderhoud") == len(JOBS), "a worker of ring A: A is the target"
-    both = crypto.parse_kek_ring(
+    both = parse_kek_ring(
         {
             "active": KEK_B,
-            "keys": {**ring_document["keys"], KEK_B: crypto.new_kek_ring(KEK_B)["keys"][KEK_B]},
+            "keys": {**ring_document["keys"], KEK_B: new_kek_ring(KEK_B)["keys"][KEK_B]},
         }
     )
     settings = dataclasses.replace(Settings.from_env(), database_url=db_url)
@@ -84,7 +85,5 @@ async def test_maintenance_rewraps_every_key_to_the_newest_active_kek(
             " FROM nmc.notificatie WHERE id = %s",
             [notificatie_id],
         ).fetchone()
-        opened = crypto.open_sealed(
-            uuid.UUID(str(notificatie_id)), row[0], crypto.Sealed(*row[1:]), ring=both
-        )
+        opened = open_sealed(uuid.UUID(str(notificatie_id)), row[0], Sealed(*row[1:]), ring=both)
         assert opened.recipient.startswith("bezorgd+herwrap-"), "the data opens under B"

@@ -11,11 +11,11 @@ import jwt
 import pytest
 from pipelinetest import API_KEY, DV_NAAM, configure_notifynl, set_faults, sim_get
 
-from nmc import crypto
 from nmc.adapters import Deferral, UnexpectedResponse, ldv
 from nmc.adapters.aio_backend import AsyncioTransport
 from nmc.adapters.notifynl import Accepted, ApiKey, InvalidAddress, NotifyNL, bearer_token
 from nmc.adapters.profielservice import Profielservice, choose_email, split_identificatie
+from nmc.peppers import new_peppers, parse_peppers
 
 TEMPLATE = "a0a0a0a0-0000-4000-8000-00000000000a"
 
@@ -226,8 +226,8 @@ def test_pseudonym_is_stable_keyed_and_not_the_value():
 
 
 def test_pseudonym_key_prefers_an_ldv_pepper_and_else_derives_one():
-    only_dvref = crypto.parse_peppers(crypto.new_peppers(("dvref",)))
-    both = crypto.parse_peppers(crypto.new_peppers(("dvref", "ldv")))
+    only_dvref = parse_peppers(new_peppers(("dvref",)))
+    both = parse_peppers(new_peppers(("dvref", "ldv")))
     derived = ldv.pseudonym_key(only_dvref)
     assert len(derived) == 32
     assert derived not in only_dvref.for_purpose("dvref").versions.values()

@@ -9,7 +9,7 @@ import time
 
 from pipelinetest import API_KEY, sim_get, status_of, wait_for
 
-from nmc import crypto
+from nmc.peppers import new_peppers
 
 
 def nmc_process(*args: str, env: dict[str, str]) -> subprocess.Popen:
@@ -42,7 +42,7 @@ def test_worker_process_sends_and_exits_0_on_sigterm(
             "NMC_PROFIELSERVICE_URL": sim.profiel_url,
             "NMC_LDV_FILE": str(ldv_file),
             "NMC_KEK_FILE": str(kek_file),
-            "NMC_PEPPERS": json.dumps(crypto.new_peppers()),
+            "NMC_PEPPERS": json.dumps(new_peppers()),
         },
     )
     try:

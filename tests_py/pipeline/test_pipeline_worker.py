@@ -15,7 +15,8 @@ from pipelinetest import (
     status_of,
 )
 
-from nmc import crypto
+from nmc.kek_ring import new_kek_ring, parse_kek_ring
+from nmc.sealing import Sealed, open_sealed
 from nmc.worker.loop import Worker
 
 
@@ -201,7 +202,7 @@ async def test_an_ldv_record_precedes_every_external_call(sim, worker, intake, c
 
 async def test_a_decryption_failure_counts_as_an_internal_failure(sim, worker_config, intake, conn):
     notificatie_id = intake("bezorgd+x@voorbeeld.nl")
-    other_ring = crypto.parse_kek_ring(crypto.new_kek_ring("kek-test"))
+    other_ring = parse_kek_ring(new_kek_ring("kek-test"))
     async with Worker.started(worker_config, ring=other_ring, pseudonym_key=b"k" * 32) as worker:
         await worker.drain(["verzenden"])
     assert verzendtaak(conn, notificatie_id)[:2] == ("open", 1)
@@ -222,8 +223,8 @@ async def test_killed_after_201_the_reclaim_finds_the_message(
             "sleutel_gewrapt, kek_id FROM nmc.claim_verzenden('gestorven-worker', 1)"
         )
         _, poging_id, dv_id, ontvanger, gegevens, sleutel, kek_id = await cursor.fetchone()
-    opened = crypto.open_sealed(
-        notificatie_id, dv_id, crypto.Sealed(ontvanger, gegevens, sleutel, kek_id), ring=ring
+    opened = open_sealed(
+        notificatie_id, dv_id, Sealed(ontvanger, gegevens, sleutel, kek_id), ring=ring
     )
     async with httpx.AsyncClient() as client:
         notifynl = NotifyNL(client, sim.notifynl_url, worker_config.notifynl_api_key)

@@ -24,11 +24,12 @@ import pytest
 from pipelinetest import API_KEY, DV_NAAM, DV_OIN, TEMPLATE_ID, Sims, advance, sim_get
 from webhookreceiver import CONTENT_TYPE, Receiver
 
-from nmc import crypto
+from nmc.admin.dev_iam import generate_dev_iam_key, issue_dev_token
 from nmc.admin.onboarding import check_webhook
-from nmc.api.auth import generate_dev_iam_key, issue_dev_token
 from nmc.config import Settings
 from nmc.database import with_overrides
+from nmc.kek_ring import KekRing, new_kek_ring
+from nmc.peppers import new_peppers
 from nmc.webhook_signing import new_signing_ring
 from nmc.worker.config import WorkerConfig
 from nmc.worker.loop import Worker
@@ -52,14 +53,14 @@ def nmc_env(db_url: str, sim: Sims, tmp_path: Path, monkeypatch: pytest.MonkeyPa
     """One environment for the API and the worker, as a deployment would give both."""
     geheimen = tmp_path / "secrets"
     geheimen.mkdir()
-    (geheimen / "kek.json").write_text(json.dumps(crypto.new_kek_ring("kek-webhook")))
+    (geheimen / "kek.json").write_text(json.dumps(new_kek_ring("kek-webhook")))
     (geheimen / "signing.json").write_text(json.dumps(new_signing_ring("nmc-webhook-test")))
     generate_dev_iam_key(geheimen / "iam.pem", geheimen / "iam-jwks.json")
     for name, value in {
         "NMC_API_DATABASE_URL": with_overrides(db_url, user="nmc_api"),
         "NMC_WORKER_DATABASE_URL": with_overrides(db_url, user="nmc_worker"),
         "NMC_KEK_FILE": str(geheimen / "kek.json"),
-        "NMC_PEPPERS": json.dumps(crypto.new_peppers()),
+        "NMC_PEPPERS": json.dumps(new_peppers()),
         "NMC_WEBHOOK_SIGNING_KEYS_FILE": str(geheimen / "signing.json"),
         "NMC_OIN": NMC_OIN,
         "NMC_OAUTH_ISSUER": "https://iam.webhook.test",
@@ -150,7 +151,7 @@ def unvalidated_webhook_dv(
 
 
 @pytest.fixture
-def start_worker(nmc_env: None, ring: crypto.KekRing) -> Callable:
+def start_worker(nmc_env: None, ring: KekRing) -> Callable:
     """start_worker(**overrides): a worker of only this kind, configured from the environment."""
 
     @contextlib.asynccontextmanager

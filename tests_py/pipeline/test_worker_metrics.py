@@ -22,7 +22,7 @@ import httpx
 import pytest
 from pipelinetest import API_KEY, DIENST, DV_NAAM, set_faults, sim_get, status_of, wait_for
 
-from nmc import crypto
+from nmc.peppers import new_peppers
 from nmc.worker.loop import Worker
 from nmc.worker.metrics import Targets, WorkerMetrics
 from privacy_scan import SCAN
@@ -254,7 +254,7 @@ def test_nmc_worker_metrics_port_as_an_operator_runs_it(
             "NMC_NOTIFYNL_API_KEY": API_KEY,
             "NMC_LDV_FILE": str(tmp_path / "ldv.jsonl"),
             "NMC_KEK_FILE": str(kek_file),
-            "NMC_PEPPERS": json.dumps(crypto.new_peppers()),
+            "NMC_PEPPERS": json.dumps(new_peppers()),
             "NMC_WORKER_METRICS_HOST": "127.0.0.1",
         },
         stderr=subprocess.PIPE,

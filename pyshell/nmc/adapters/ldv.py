@@ -28,8 +28,8 @@ from typing import Any, Protocol
 
 import httpx
 
-from nmc import crypto
 from nmc.adapters.http import Deferral, request, traceparent
+from nmc.peppers import PURPOSE_DVREF, Peppers, peppers
 
 SERVICE = "ldv"
 RESOURCE = {"service.name": "nmc", "service.namespace": "moza"}
@@ -54,16 +54,17 @@ class Betrokkene:
     waarde: str = field(repr=False)
 
 
-def pseudonym_key(pepper_set: crypto.Peppers | None = None) -> bytes:
+def pseudonym_key(pepper_set: Peppers | None = None) -> bytes:
     """The key of the data-subject HMAC: the `ldv` pepper, else one derived from `dvref`.
 
     Deriving keeps a separate key per purpose without a second secret to configure.
     """
-    peppers = crypto.peppers() if pepper_set is None else pepper_set
-    if PURPOSE_LDV in peppers.purposes:
-        ldv = peppers.for_purpose(PURPOSE_LDV)
+    if pepper_set is None:
+        pepper_set = peppers()
+    if PURPOSE_LDV in pepper_set.purposes:
+        ldv = pepper_set.for_purpose(PURPOSE_LDV)
         return ldv.versions[ldv.current]
-    dvref = peppers.for_purpose(crypto.PURPOSE_DVREF)
+    dvref = pepper_set.for_purpose(PURPOSE_DVREF)
     return hmac.new(dvref.versions[dvref.current], _DERIVE_LABEL, hashlib.sha256).digest()
 
 

@@ -33,6 +33,7 @@ from typing import Any
 import httpx
 import jwt
 
+from nmc import settings_env
 from nmc.adapters.http import Deferral, UnexpectedResponse, error_types, json_body, request
 from nmc.errors import NmcError
 
@@ -120,11 +121,12 @@ def parse_notify_keys(document: Any) -> NotifyKeys:
 def load_notify_keys(environ: Mapping[str, str] | None = None) -> NotifyKeys:
     """From the file NMC_NOTIFYNL_KEYS_FILE names, or the single key NMC_NOTIFYNL_API_KEY."""
     env = os.environ if environ is None else environ
-    path, single = env.get("NMC_NOTIFYNL_KEYS_FILE"), env.get("NMC_NOTIFYNL_API_KEY")
+    path = settings_env.path(env, "NMC_NOTIFYNL_KEYS_FILE")
+    single = settings_env.text(env, "NMC_NOTIFYNL_API_KEY")
     if path and single:
         raise NotifyKeysError("set NMC_NOTIFYNL_KEYS_FILE or NMC_NOTIFYNL_API_KEY, not both")
     if path:
-        return read_notify_keys(Path(path))
+        return read_notify_keys(path)
     if single:
         return single_notify_key(single)
     raise NotifyKeysError(

@@ -16,13 +16,14 @@ from typing import Any
 
 import psycopg
 
+from nmc.admin.dev_iam import generate_dev_iam_key, issue_dev_token
 from nmc.afleverbewijs_signing import new_afleverbewijs_ring
-from nmc.api.auth import generate_dev_iam_key, issue_dev_token
 from nmc.config import Settings
-from nmc.crypto import PURPOSE_DVREF, PURPOSE_PAYLOAD, new_kek_ring, new_peppers
 from nmc.database import connect, connection_url
 from nmc.errors import NmcError
 from nmc.feed_cursor import PURPOSE_CURSOR
+from nmc.kek_ring import new_kek_ring
+from nmc.peppers import PURPOSE_DVREF, PURPOSE_PAYLOAD, new_peppers
 from nmc.queries import QUERIES
 from nmc.webhook_signing import new_signing_ring
 from nmc.webhook_validatie import Adresbeleid, Validatie, validate_now

@@ -16,10 +16,11 @@ from datetime import datetime
 from typing import Any
 
 from nmc.config import Settings
-from nmc.crypto import DecryptionError, KekRing, UnknownKekError, rewrap
 from nmc.database import connect, connection_url
 from nmc.errors import NmcError
+from nmc.kek_ring import KekRing, UnknownKekError
 from nmc.queries import QUERIES
+from nmc.sealing import DecryptionError, rewrap
 
 REWRAP_BATCH = 500
 

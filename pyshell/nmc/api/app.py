@@ -20,10 +20,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
+from nmc import settings_env
 from nmc.adapters.ldv import FileSink, HttpSink, Sink
 from nmc.afleverbewijs_signing import load_afleverbewijs_ring
 from nmc.api import routes_bewijs, routes_callback, routes_feed, routes_notificaties, routes_ops
-from nmc.api.auth import AuthSettings, BearerVerifier, JwksUnavailable
+from nmc.api.auth import AuthSettings, BearerVerifier
+from nmc.api.auth_errors import JwksUnavailable
 from nmc.api.db import POOL_OPEN_TIMEOUT_SECONDS, DbClock, DvRegister, new_pool
 from nmc.api.metrics import HttpMetrics
 from nmc.api.middleware import ResponseHeadersMiddleware
@@ -36,9 +38,10 @@ from nmc.api.settings import ApiSettings
 from nmc.api.sse import StreamSlots
 from nmc.api.verstrekking_ldv import VerstrekkingLdv
 from nmc.cloudevents import PLACEHOLDER_OIN
-from nmc.crypto import PURPOSE_PAYLOAD, load_kek_ring, load_peppers
 from nmc.errors import NmcError
 from nmc.feed_cursor import CursorCodec
+from nmc.kek_ring import load_kek_ring
+from nmc.peppers import PURPOSE_PAYLOAD, load_peppers
 from nmc.webhook_signing import load_signing_ring
 
 log = logging.getLogger(__name__)
@@ -155,7 +158,9 @@ def create_app(*, log_access: bool | None = None) -> NmcApi:
         lifespan=lifespan,
     )
     app.log_access = (
-        os.environ.get("NMC_API_ACCESS_LOG", "1") != "0" if log_access is None else log_access
+        settings_env.flag(os.environ, "NMC_API_ACCESS_LOG", True)
+        if log_access is None
+        else log_access
     )
     app.router.redirect_slashes = False
     return app

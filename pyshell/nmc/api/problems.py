@@ -22,7 +22,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from nmc.api.auth import JwksUnavailable, Unauthenticated
+from nmc.api.auth_errors import JwksUnavailable, Unauthenticated
 from nmc.api.validation import ValidationFailed, Violation, violation
 from nmc.status import NOTIFICATIE_STATUSES
 

@@ -39,17 +39,15 @@ from nmc.api.validation import (
     validate_lijst_query,
     violation,
 )
-from nmc.crypto import (
+from nmc.canonical_json import berichtgegevens_json, canonical_payload, payload_hash
+from nmc.peppers import (
     PURPOSE_DVREF,
     PURPOSE_PAYLOAD,
-    berichtgegevens_json,
-    canonical_payload,
     dvref_hmac_many,
     dvref_hmacs_all,
-    payload_hash,
     payload_hmac_many,
-    seal_many,
 )
+from nmc.sealing import seal_many
 
 # SQLSTATEs whose DETAIL is the 0-based index of the offending item, and the field it names.
 ITEM_FIELDS = {"NM007": "dvRef", "NM008": "berichtType", "NM014": "geldigTot"}

@@ -7,15 +7,17 @@ from dataclasses import dataclass, field
 from starlette.requests import Request
 
 from nmc.afleverbewijs_signing import AfleverbewijsRing
-from nmc.api.auth import LEEWAY_SECONDS, BearerVerifier, Principal, Unauthenticated
+from nmc.api.auth import LEEWAY_SECONDS, BearerVerifier, Principal
+from nmc.api.auth_errors import Unauthenticated
 from nmc.api.db import DbClock, Dienstverlener, DvRegister, Pool
 from nmc.api.problems import forbidden
 from nmc.api.receipt_batcher import ReceiptBatcher
 from nmc.api.settings import ApiSettings
 from nmc.api.sse import StreamSlots
 from nmc.api.verstrekking_ldv import VerstrekkingLdv
-from nmc.crypto import PURPOSE_DVREF, KekRing, Peppers
 from nmc.feed_cursor import CursorCodec
+from nmc.kek_ring import KekRing
+from nmc.peppers import PURPOSE_DVREF, Peppers
 
 
 class VerifiedTokens:

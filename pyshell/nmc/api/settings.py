@@ -39,8 +39,8 @@ NMC_WEBHOOK_SIGNING_KEYS_FILE  the webhook signing ring; the API publishes its p
 NMC_AFLEVERBEWIJS_SIGNING_KEYS_FILE  the delivery-proof signing ring: the API signs proofs
                                and publishes its keys, retired ones too (nmc.afleverbewijs_signing)
 
-Also read at start-up, by their own modules: NMC_KEK_FILE and NMC_PEPPERS(_FILE) (crypto),
-NMC_OAUTH_* (auth), NMC_WEBHOOK_SIGNING_KEYS_FILE (nmc.webhook_signing).
+Also read at start-up, by their own modules: NMC_KEK_FILE (nmc.kek_ring), NMC_PEPPERS(_FILE)
+(nmc.peppers), NMC_OAUTH_* (auth), NMC_WEBHOOK_SIGNING_KEYS_FILE (nmc.webhook_signing).
 """
 
 import os
@@ -48,6 +48,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nmc import settings_env
 from nmc.api.openapi import DEFAULT_SERVER_URL
 from nmc.api.problems import DEFAULT_BASE_URI
 from nmc.cloudevents import event_source
@@ -75,10 +76,12 @@ class HeadLimits:
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "HeadLimits":
         return cls(
-            max_head_bytes=_int(
+            max_head_bytes=settings_env.whole_number(
                 env, "NMC_API_MAX_HEADER_BYTES", DEFAULT_MAX_HEADER_BYTES, minimum=1024
             ),
-            max_headers=_int(env, "NMC_API_MAX_HEADERS", DEFAULT_MAX_HEADERS, minimum=10),
+            max_headers=settings_env.whole_number(
+                env, "NMC_API_MAX_HEADERS", DEFAULT_MAX_HEADERS, minimum=10
+            ),
         )
 
 
@@ -95,11 +98,11 @@ class SseSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "SseSettings":
         return cls(
-            poll_seconds=_seconds(env, "NMC_API_SSE_POLL_SECONDS", 1.0),
-            keepalive_seconds=_seconds(env, "NMC_API_SSE_KEEPALIVE_SECONDS", 15.0),
-            max_seconds=_seconds(env, "NMC_API_SSE_MAX_SECONDS", 900.0),
-            max_streams=_int(env, "NMC_API_SSE_MAX_STREAMS", 100, minimum=0),
-            max_streams_per_dv=_int(env, "NMC_API_SSE_MAX_STREAMS_PER_DV", 5, minimum=0),
+            poll_seconds=_sse_seconds(env, "NMC_API_SSE_POLL_SECONDS", 1.0),
+            keepalive_seconds=_sse_seconds(env, "NMC_API_SSE_KEEPALIVE_SECONDS", 15.0),
+            max_seconds=_sse_seconds(env, "NMC_API_SSE_MAX_SECONDS", 900.0),
+            max_streams=settings_env.whole_number(env, "NMC_API_SSE_MAX_STREAMS", 100),
+            max_streams_per_dv=settings_env.whole_number(env, "NMC_API_SSE_MAX_STREAMS_PER_DV", 5),
         )
 
 
@@ -125,69 +128,47 @@ class ApiSettings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "ApiSettings":
         env = os.environ if environ is None else environ
-        database_url = env.get("NMC_API_DATABASE_URL") or connection_url(
+        database_url = settings_env.text(env, "NMC_API_DATABASE_URL") or connection_url(
             Settings.from_env(env), "api"
         )
-        pool_min = _int(env, "NMC_API_POOL_MIN", 2, minimum=0)
-        pool_max = _int(env, "NMC_API_POOL_MAX", 16, minimum=1)
+        pool_min = settings_env.whole_number(env, "NMC_API_POOL_MIN", 2)
+        pool_max = settings_env.whole_number(env, "NMC_API_POOL_MAX", 16, minimum=1)
         if pool_max < pool_min:
             raise NmcError("NMC_API_POOL_MAX must not be smaller than NMC_API_POOL_MIN")
-        prepare = env.get("NMC_API_PREPARE_THRESHOLD", "").strip().lower()
         return cls(
             database_url=database_url,
-            replica_database_url=env.get("NMC_API_REPLICA_DATABASE_URL") or None,
+            replica_database_url=settings_env.text(env, "NMC_API_REPLICA_DATABASE_URL"),
             pool_min=pool_min,
             pool_max=pool_max,
-            prepare_threshold=None
-            if prepare in ("off", "none")
-            else _int(env, "NMC_API_PREPARE_THRESHOLD", 5, minimum=0),
-            max_body_bytes=_int(env, "NMC_API_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1),
-            max_batch_body_bytes=_int(
+            prepare_threshold=settings_env.whole_number(
+                env, "NMC_API_PREPARE_THRESHOLD", 5, off=True
+            ),
+            max_body_bytes=settings_env.whole_number(
+                env, "NMC_API_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1
+            ),
+            max_batch_body_bytes=settings_env.whole_number(
                 env, "NMC_API_MAX_BATCH_BODY_BYTES", DEFAULT_MAX_BATCH_BODY_BYTES, minimum=1
             ),
-            problem_base_uri=env.get("NMC_API_PROBLEM_BASE_URI") or DEFAULT_BASE_URI,
-            server_url=env.get("NMC_API_SERVER_URL") or DEFAULT_SERVER_URL,
-            dv_cache_seconds=float(_int(env, "NMC_API_DV_CACHE_SECONDS", 30, minimum=0)),
-            callback_token=env.get("NMC_NOTIFYNL_CALLBACK_TOKEN") or None,
+            problem_base_uri=settings_env.text(env, "NMC_API_PROBLEM_BASE_URI", DEFAULT_BASE_URI),
+            server_url=settings_env.text(env, "NMC_API_SERVER_URL", DEFAULT_SERVER_URL),
+            dv_cache_seconds=float(settings_env.whole_number(env, "NMC_API_DV_CACHE_SECONDS", 30)),
+            callback_token=settings_env.text(env, "NMC_NOTIFYNL_CALLBACK_TOKEN"),
             event_source=event_source(env),
             sse=SseSettings.from_env(env),
             geen_contactgegevens_drempel=geen_contactgegevens_drempel(env),
-            ldv_url=env.get("NMC_LDV_URL") or None,
-            ldv_file=Path(env.get("NMC_LDV_FILE") or Settings.from_env(env).home / "ldv.jsonl"),
+            ldv_url=settings_env.text(env, "NMC_LDV_URL"),
+            ldv_file=settings_env.path(env, "NMC_LDV_FILE")
+            or Settings.from_env(env).home / "ldv.jsonl",
         )
 
 
 def geen_contactgegevens_drempel(env: Mapping[str, str]) -> float:
     """NMC_GEEN_CONTACTGEGEVENS_DREMPEL: a share between 0 and 1 (default 0.3)."""
-    text = (env.get("NMC_GEEN_CONTACTGEGEVENS_DREMPEL") or "").strip()
-    if not text:
-        return DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0.0 <= value <= 1.0:
-        raise NmcError("NMC_GEEN_CONTACTGEGEVENS_DREMPEL must be a share between 0 and 1")
-    return value
+    return settings_env.share(
+        env, "NMC_GEEN_CONTACTGEGEVENS_DREMPEL", DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL
+    )
 
 
-def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
-    text = (env.get(name) or "").strip()
-    if not text:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0.0 < value <= 86_400.0:
-        raise NmcError(f"{name} must be a number of seconds above 0 (at most 86400)")
-    return value
-
-
-def _int(env: Mapping[str, str], name: str, default: int, *, minimum: int) -> int:
-    text = env.get(name)
-    if not text:
-        return default
-    if not text.strip().isdigit() or int(text) < minimum:
-        raise NmcError(f"{name} must be a whole number of at least {minimum}")
-    return int(text)
+def _sse_seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    """An SSE interval: above 0, at most a day."""
+    return settings_env.seconds(env, name, default, maximum=86_400.0)

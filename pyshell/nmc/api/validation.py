@@ -15,8 +15,8 @@ unassigned) or Z (separators) other than the plain space U+0020, which is exactl
 
 On success the validators return the *canonical* request: a plain dict with every optional member
 present (None when absent), strings NFC-normalised, `geldigTot` in UTC with a `Z`, `batchId` in
-lower case, e-mail domains in lower case. `crypto.payload_hash` over it is the idempotency hash,
-and its recipient and berichtgegevens are what `crypto.seal` encrypts.
+lower case, e-mail domains in lower case. `canonical_json.payload_hash` over it is the
+idempotency hash, and its recipient and berichtgegevens are what `sealing.seal` encrypts.
 
 Rules that need the database (berichttype allowed for this DV and regie, the maximum `geldigTot`
 per berichttype, quota) are checked in SQL. Time rules use the `now` the caller passes, which is
@@ -227,7 +227,7 @@ def validate_lijst_query(params: Iterable[tuple[str, str]]) -> dict[str, Any]:
 
 
 def recipient_of(canonical: Mapping[str, Any]) -> str:
-    """The recipient string `crypto.seal` encrypts: the e-mail address, or `TYPE:nummer`."""
+    """The recipient string `sealing.seal` encrypts: the e-mail address, or `TYPE:nummer`."""
     if canonical["regie"] == "decentraal":
         return canonical["emailAdres"]
     return f"{canonical['identificatieType']}:{canonical['identificatieNummer']}"

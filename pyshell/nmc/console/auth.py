@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from nmc.api.auth import BearerVerifier, Unauthenticated
+from nmc.api.auth import BearerVerifier
+from nmc.api.auth_errors import Unauthenticated
 from nmc.console.settings import ConsoleSettings
 
 COOKIE = "nmc_console"

@@ -22,6 +22,7 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from nmc import settings_env
 from nmc.api.auth import AuthSettings
 from nmc.config import Settings
 from nmc.database import connection_url
@@ -48,37 +49,34 @@ class ConsoleSettings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "ConsoleSettings":
         env = os.environ if environ is None else environ
-        audience = env.get("NMC_CONSOLE_OAUTH_AUDIENCE") or ""
+        audience = settings_env.text(env, "NMC_CONSOLE_OAUTH_AUDIENCE", "")
         if not audience:
             raise NmcError(
                 "NMC_CONSOLE_OAUTH_AUDIENCE is not set: the audience of the operators' tokens "
                 "(never the DV API's NMC_OAUTH_AUDIENCE)"
             )
-        if audience == env.get("NMC_OAUTH_AUDIENCE"):
+        if audience == settings_env.text(env, "NMC_OAUTH_AUDIENCE"):
             raise NmcError(
                 "NMC_CONSOLE_OAUTH_AUDIENCE must differ from NMC_OAUTH_AUDIENCE: a DV's token "
                 "must not open the console"
             )
         auth = AuthSettings.from_env({**env, "NMC_OAUTH_AUDIENCE": audience})
-        key_text = env.get("NMC_CONSOLE_CSRF_KEY") or ""
+        key_text = settings_env.text(env, "NMC_CONSOLE_CSRF_KEY", "")
         if key_text and len(key_text) < MIN_CSRF_KEY:
             raise NmcError(f"NMC_CONSOLE_CSRF_KEY must be at least {MIN_CSRF_KEY} characters")
-        operator = env.get("NMC_CONSOLE_OPERATOR_ROLE") or DEFAULT_OPERATOR_ROLE
-        reader = env.get("NMC_CONSOLE_READER_ROLE") or DEFAULT_READER_ROLE
+        operator = settings_env.text(env, "NMC_CONSOLE_OPERATOR_ROLE", DEFAULT_OPERATOR_ROLE)
+        reader = settings_env.text(env, "NMC_CONSOLE_READER_ROLE", DEFAULT_READER_ROLE)
         if operator == reader:
             raise NmcError("NMC_CONSOLE_OPERATOR_ROLE and NMC_CONSOLE_READER_ROLE must differ")
-        pool_text = env.get("NMC_CONSOLE_POOL_MAX") or "4"
-        if not pool_text.isdigit() or int(pool_text) < 1:
-            raise NmcError("NMC_CONSOLE_POOL_MAX must be a positive number")
         return cls(
-            database_url=env.get("NMC_CONSOLE_DATABASE_URL")
+            database_url=settings_env.text(env, "NMC_CONSOLE_DATABASE_URL")
             or connection_url(Settings.from_env(env), "console"),
             auth=auth,
-            role_claim=env.get("NMC_CONSOLE_ROLE_CLAIM") or DEFAULT_ROLE_CLAIM,
+            role_claim=settings_env.text(env, "NMC_CONSOLE_ROLE_CLAIM", DEFAULT_ROLE_CLAIM),
             operator_role=operator,
             reader_role=reader,
             csrf_key=key_text.encode("utf-8") if key_text else secrets.token_bytes(32),
             csrf_key_random=not key_text,
-            cookie_secure=env.get("NMC_CONSOLE_COOKIE_SECURE", "1") != "0",
-            pool_max=int(pool_text),
+            cookie_secure=settings_env.flag(env, "NMC_CONSOLE_COOKIE_SECURE", True),
+            pool_max=settings_env.whole_number(env, "NMC_CONSOLE_POOL_MAX", 4, minimum=1),
         )

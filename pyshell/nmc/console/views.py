@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from nmc.api.auth import JwksUnavailable, Unauthenticated
+from nmc.api.auth_errors import JwksUnavailable, Unauthenticated
 from nmc.console.auth import (
     COOKIE,
     MAX_COOKIE_TOKEN,

@@ -18,8 +18,9 @@ NMC_WORKER_METRICS_PORT   the port of the worker's /metrics and /health/* (defau
                           0 picks a free port); `--metrics-port` overrides it
 NMC_WORKER_METRICS_HOST   the address it binds (default 127.0.0.1; 0.0.0.0 in a pod)
 NMC_GEEN_CONTACTGEGEVENS_DREMPEL  as for the API: the flag in /metrics (0.3)
-NMC_KEK_FILE, NMC_PEPPERS / NMC_PEPPERS_FILE   as for the API (see nmc.crypto); the peppers
-                          also key the `Nmc-Cursor` of webhook calls, so they must be the API's
+NMC_KEK_FILE, NMC_PEPPERS / NMC_PEPPERS_FILE   as for the API (nmc.kek_ring, nmc.peppers);
+                          the peppers also key the `Nmc-Cursor` of webhook calls, so they must
+                          be the API's
 NMC_WEBHOOK_SIGNING_KEYS_FILE  the webhook signing ring, as for the API (nmc.webhook_signing);
                           unset: the worker does not run `terugkoppelen` (warned at start)
 NMC_WEBHOOK_ISSUER        the `iss` of webhook tokens (default: the event source)
@@ -35,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nmc import settings_env
 from nmc.adapters.notifynl import (
     NotifyKeys,
     read_notify_keys,
@@ -110,24 +112,28 @@ class WorkerConfig:
         cls, settings: Settings, environ: Mapping[str, str] | None = None, **overrides
     ) -> "WorkerConfig":
         env = os.environ if environ is None else environ
-        keys_file = env.get("NMC_NOTIFYNL_KEYS_FILE") or None
         config = cls(
-            database_url=env.get("NMC_WORKER_DATABASE_URL") or connection_url(settings, "worker"),
-            notifynl_url=env.get("NMC_NOTIFYNL_URL") or DEFAULT_NOTIFYNL_URL,
-            notifynl_api_key=env.get("NMC_NOTIFYNL_API_KEY") or None,
-            notifynl_keys_file=Path(keys_file) if keys_file else None,
-            profielservice_url=env.get("NMC_PROFIELSERVICE_URL") or None,
-            ldv_url=env.get("NMC_LDV_URL") or None,
-            ldv_file=Path(env.get("NMC_LDV_FILE") or settings.home / "ldv.jsonl"),
-            http_timeout=_positive(env.get("NMC_HTTP_TIMEOUT") or "10", "NMC_HTTP_TIMEOUT"),
-            prepare_threshold=_prepare_threshold(env.get("NMC_WORKER_PREPARE_THRESHOLD")),
-            metrics_port=_metrics_port(env.get("NMC_WORKER_METRICS_PORT")),
-            metrics_host=env.get("NMC_WORKER_METRICS_HOST") or "127.0.0.1",
+            database_url=settings_env.text(env, "NMC_WORKER_DATABASE_URL")
+            or connection_url(settings, "worker"),
+            notifynl_url=settings_env.text(env, "NMC_NOTIFYNL_URL", DEFAULT_NOTIFYNL_URL),
+            notifynl_api_key=settings_env.text(env, "NMC_NOTIFYNL_API_KEY"),
+            notifynl_keys_file=settings_env.path(env, "NMC_NOTIFYNL_KEYS_FILE"),
+            profielservice_url=settings_env.text(env, "NMC_PROFIELSERVICE_URL"),
+            ldv_url=settings_env.text(env, "NMC_LDV_URL"),
+            ldv_file=settings_env.path(env, "NMC_LDV_FILE", settings.home / "ldv.jsonl"),
+            http_timeout=settings_env.seconds(env, "NMC_HTTP_TIMEOUT", 10.0),
+            prepare_threshold=settings_env.whole_number(
+                env, "NMC_WORKER_PREPARE_THRESHOLD", 5, off=True
+            ),
+            metrics_port=settings_env.whole_number(
+                env, "NMC_WORKER_METRICS_PORT", None, maximum=65535, off=True
+            ),
+            metrics_host=settings_env.text(env, "NMC_WORKER_METRICS_HOST", "127.0.0.1"),
             geen_contactgegevens_drempel=geen_contactgegevens_drempel(env),
             event_source=event_source(env),
             webhook_issuer=issuer(env),
             webhook_origin=origin_from_env(env),
-            webhook_toegestane_netwerken=env.get(ALLOWED_NETWORKS_ENV, ""),
+            webhook_toegestane_netwerken=settings_env.text(env, ALLOWED_NETWORKS_ENV, ""),
         )
         given = {name: value for name, value in overrides.items() if value is not None}
         return cls(**{**config.__dict__, **given})
@@ -154,31 +160,3 @@ def parse_kinds(text: str) -> tuple[str, ...]:
         if kind not in kinds:
             kinds.append(kind)
     return tuple(kinds)
-
-
-def _positive(text: str, name: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise NmcError(f"{name} must be a number of seconds, not {text!r}") from None
-    if value <= 0:
-        raise NmcError(f"{name} must be positive")
-    return value
-
-
-def _prepare_threshold(text: str | None) -> int | None:
-    if text is None or not text.strip():
-        return 5
-    if text.strip().lower() in ("off", "none"):
-        return None
-    if not text.strip().isdigit():
-        raise NmcError(f"NMC_WORKER_PREPARE_THRESHOLD must be a number or 'off', not {text!r}")
-    return int(text)
-
-
-def _metrics_port(text: str | None) -> int | None:
-    if text is None or not text.strip() or text.strip().lower() == "off":
-        return None
-    if not text.strip().isdigit():
-        raise NmcError(f"NMC_WORKER_METRICS_PORT must be a port number or 'off', not {text!r}")
-    return int(text)

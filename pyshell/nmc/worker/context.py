@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import psycopg
 
-from nmc import crypto
+from nmc import kek_ring, sealing
 from nmc.adapters.beheerkanaal import BeheerkanaalClient
 from nmc.adapters.http import Deferral, UnexpectedResponse
 from nmc.adapters.ldv import Ldv
@@ -43,7 +43,7 @@ class Context:
     notifynl: NotifyNL
     profielservice: Profielservice | None
     ldv: Ldv
-    ring: crypto.KekRing
+    ring: kek_ring.KekRing
     eigenaar: str
     webhook: WebhookClient | None = None  # None: no signing ring, no webhook delivery
     webhook_validator: WebhookValidator | None = None  # the handshake and the target check
@@ -80,25 +80,25 @@ class Context:
         return [row.lease_tot for row in rows]
 
 
-def open_sealed(ctx: Context, row) -> crypto.Opened:
+def open_sealed(ctx: Context, row) -> sealing.Opened:
     """Recipient and berichtgegevens of a claimed send; `Failure` when they cannot be read."""
     if row.sleutel_gewrapt is None:
         raise Failure("gewist")
-    sealed = crypto.Sealed(
+    sealed = sealing.Sealed(
         recipient=row.ontvanger_versleuteld,
         berichtgegevens=row.gegevens_versleuteld,
         wrapped_key=row.sleutel_gewrapt,
         kek_id=row.kek_id,
     )
     try:
-        return crypto.open_sealed(row.notificatie_id, row.dv_id, sealed, ring=ctx.ring)
-    except (crypto.DecryptionError, crypto.UnknownKekError, TypeError, ValueError):
+        return sealing.open_sealed(row.notificatie_id, row.dv_id, sealed, ring=ctx.ring)
+    except (sealing.DecryptionError, kek_ring.UnknownKekError, TypeError, ValueError):
         raise Failure("decrypt") from None
 
 
 def open_recipient(ctx: Context, row) -> str:
     try:
-        return crypto.open_recipient(
+        return sealing.open_recipient(
             row.notificatie_id,
             row.dv_id,
             row.ontvanger_versleuteld,
@@ -106,7 +106,7 @@ def open_recipient(ctx: Context, row) -> str:
             row.kek_id,
             ring=ctx.ring,
         )
-    except (crypto.DecryptionError, crypto.UnknownKekError, TypeError, ValueError):
+    except (sealing.DecryptionError, kek_ring.UnknownKekError, TypeError, ValueError):
         raise Failure("decrypt") from None
 
 

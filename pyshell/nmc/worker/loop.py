@@ -25,7 +25,6 @@ from dataclasses import dataclass
 import httpx
 import psycopg
 
-from nmc import crypto
 from nmc.adapters import ldv
 from nmc.adapters.aio_backend import AsyncioTransport, LeanAsyncClient
 from nmc.adapters.beheerkanaal import BeheerkanaalClient
@@ -33,6 +32,8 @@ from nmc.adapters.notifynl import NotifyNL
 from nmc.adapters.profielservice import Profielservice
 from nmc.adapters.webhook import WebhookClient
 from nmc.feed_cursor import CursorCodec
+from nmc.kek_ring import KekRing, kek_ring
+from nmc.peppers import Peppers, load_peppers
 from nmc.webhook_signing import SigningRing, load_signing_ring
 from nmc.webhook_validatie import Adresbeleid, WebhookValidator
 from nmc.worker import (
@@ -111,16 +112,16 @@ class Worker:
         cls,
         config: WorkerConfig,
         *,
-        ring: crypto.KekRing | None = None,
+        ring: KekRing | None = None,
         pseudonym_key: bytes | None = None,
         signing: SigningRing | None = None,
-        peppers: crypto.Peppers | None = None,
+        peppers: Peppers | None = None,
     ) -> AsyncIterator["Worker"]:
         """Open the pool, the HTTP client and the LDV sink; close them afterwards.
 
         `signing` and `peppers` (for the webhook's token and Nmc-Cursor) default to the
         environment's, read only when `terugkoppelen` is among the kinds."""
-        ring = crypto.kek_ring() if ring is None else ring
+        ring = kek_ring() if ring is None else ring
         key = ldv.pseudonym_key() if pseudonym_key is None else pseudonym_key
         notify_keys = config.notify_keys()  # the keys file is read here, once
         if terugkoppelen.SOORT in config.kinds or beheerrapport.SOORT in config.kinds:
@@ -130,7 +131,7 @@ class Worker:
             if signing is None:
                 event(logging.WARNING, "terugkoppelen-zonder-sleutels", soort=terugkoppelen.SOORT)
             elif peppers is None:
-                peppers = crypto.load_peppers()
+                peppers = load_peppers()
         # One connection per concurrent call at most (nmc.adapters.aio_backend: HTTP/1.1
         # keep-alive on the event loop, httptools; httpx's own transport cost most of the
         # worker's CPU per send, and its client's request machinery above it half of what

@@ -16,7 +16,8 @@ re-wrap: list, then store)."""
 import logging
 import time
 
-from nmc import crypto
+from nmc.kek_ring import UnknownKekError
+from nmc.sealing import DecryptionError, rewrap
 from nmc.worker.context import Context, settle
 from nmc.worker.logs import event
 
@@ -69,9 +70,9 @@ async def _herwrap(ctx: Context, taak) -> str:
     niet_te_openen = 0
     for row in listed:
         try:
-            new_key, _ = crypto.rewrap(bytes(row.sleutel_gewrapt), row.notificatie_id, row.kek_id,
+            new_key, _ = rewrap(bytes(row.sleutel_gewrapt), row.notificatie_id, row.kek_id,
                                        ring=ctx.ring)  # fmt: skip
-        except (crypto.DecryptionError, crypto.UnknownKekError):
+        except (DecryptionError, UnknownKekError):
             niet_te_openen += 1  # stays under its KEK; the next sweep tries again
             continue
         ids.append(row.notificatie_id)

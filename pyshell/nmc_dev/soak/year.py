@@ -39,11 +39,11 @@ import httpx
 import psycopg
 from psycopg import sql
 
-from nmc import crypto
 from nmc.admin import onboarding as admin
 from nmc.admin import operations as admin_ops
 from nmc.config import Settings
 from nmc.errors import NmcError
+from nmc.kek_ring import new_kek_ring
 from nmc.webhook_validatie import ALLOWED_NETWORKS_ENV, Adresbeleid
 from nmc_client import NmcClient
 from nmc_dev.demo.display import Display
@@ -375,7 +375,7 @@ class Year:
         ring = json.loads(self._ring_file().read_text())
         before = ring["active"]
         if kek_id not in ring["keys"]:
-            ring["keys"][kek_id] = crypto.new_kek_ring(kek_id)["keys"][kek_id]
+            ring["keys"][kek_id] = new_kek_ring(kek_id)["keys"][kek_id]
         if active:
             ring["active"] = kek_id
         self._ring_file().write_text(json.dumps(ring))

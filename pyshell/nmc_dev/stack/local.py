@@ -26,7 +26,7 @@ from pathlib import Path
 import httpx
 
 from nmc.admin import onboarding as admin
-from nmc.api.auth import issue_dev_token
+from nmc.admin.dev_iam import issue_dev_token
 from nmc.api.routes_callback import CALLBACK_PATH
 from nmc.config import Settings
 from nmc.database import Role, connect, connection_url
