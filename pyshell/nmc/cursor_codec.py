@@ -80,9 +80,8 @@ class Codec:
             raise InvalidCursor("not base64url") from None
         head = 1 if self._keys is None else 3
         tag_bytes = 0 if self._keys is None else _TAG_BYTES
-        if len(raw) != head + struct.calcsize(">" + layout.fields) + tag_bytes:
-            raise InvalidCursor("unknown format")
-        if raw[0] != layout.kind:
+        length = head + struct.calcsize(">" + layout.fields) + tag_bytes
+        if len(raw) != length or raw[0] != layout.kind:
             raise InvalidCursor("unknown format")
         if self._keys is not None:
             body, tag = raw[:-_TAG_BYTES], raw[-_TAG_BYTES:]
