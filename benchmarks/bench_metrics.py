@@ -21,7 +21,7 @@ checks. For comparison the count as it was before (every terminal event past the
 acknowledgement, joined and grouped) is timed once per size as admin (`--zonder-vergelijking`
 skips it: at 10M it takes seconds to minutes).
 
-The log is filled as benchmarks/bench_feed.py fills it (its FILL, in chunks, then VACUUM
+The log is filled as benchmarks/eventlog.py fills it (its FILL, in chunks, then VACUUM
 (ANALYZE)): five events per notification, aangenomen .. definitief-bezorgd, one in five
 terminal, spread over ten DVs, xids given explicitly below the watermark. There are no
 notificatie rows: the metrics that count notifications (per status, the geen-contactgegevens
@@ -42,13 +42,10 @@ import psycopg
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "pyshell"))
 
-from bench_feed import events_per_xid, fill, onboard, percentile  # noqa: E402
-from bench_send import fresh_database  # noqa: E402
+import eventlog  # noqa: E402
 
-from nmc.config import Settings  # noqa: E402
-from nmc.database import connection_url, with_overrides  # noqa: E402
+from nmc.database import with_overrides  # noqa: E402
 from nmc.queries import QUERIES  # noqa: E402
-from nmc_dev.embedded_db import EmbeddedCluster  # noqa: E402
 
 WARM_UP = 5
 TARGET_P50_MS = 50.0
@@ -81,18 +78,17 @@ class Target:
         self.api = stack.enter_context(
             psycopg.connect(with_overrides(url, user="nmc_api"), autocommit=True)
         )
-        self.backend = Path(f"/proc/{self.api.info.backend_pid}/stat")
         with psycopg.connect(url, autocommit=True) as admin:
             [(self.telgrens,)] = admin.execute(
                 "SELECT onbevestigd_telgrens FROM nmc.instellingen"
             ).fetchall()
 
     def scrape(self, record: bool) -> list[tuple]:
-        cpu = self.backend_cpu()
+        cpu = eventlog.backend_cpu(self.api)
         started = time.perf_counter()
         rows = self.api.execute(QUERIES["api_metrics"]).fetchall()
         elapsed = time.perf_counter() - started
-        cpu = self.backend_cpu() - cpu
+        cpu = eventlog.backend_cpu(self.api) - cpu
         if record:
             self.times.append(elapsed * 1000)
             self.cpu_seconds += cpu
@@ -119,35 +115,23 @@ class Target:
             admin.execute(UNBOUNDED).fetchall()
             return time.perf_counter() - started
 
-    def backend_cpu(self) -> float:
-        try:
-            fields = self.backend.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            return 0.0
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
 
 def bench_metrics(
     admin_url: str, sizes=(100_000, 10_000_000), samples=30, compare: bool = True
 ) -> dict:
     sizes = tuple(sorted(int(size) for size in sizes))
-    per_xid = events_per_xid(admin_url, sizes[-1])
-    load_seconds: dict[int, float] = {}
+    per_xid = eventlog.events_per_xid(admin_url, sizes[-1])
     checked: dict[int, dict] = {}
     unbounded: dict[int, float] = {}
     loadavg_before = os.getloadavg()
     with ExitStack() as stack:
-        targets = []
-        for size in sizes:
-            url = stack.enter_context(fresh_database(admin_url))
-            with psycopg.connect(url, autocommit=True) as conn:
-                dvs = onboard(conn)
-            load_seconds[size] = round(fill(url, dvs, size, per_xid), 1)
-            targets.append(Target(url, size, stack))
+        targets, load_seconds = eventlog.filled_targets(
+            stack, admin_url, sizes, per_xid, lambda url, dvs, size: Target(url, size, stack)
+        )
         for target in targets:
             for _ in range(WARM_UP):
                 rows = target.scrape(record=False)
-            checked[target.size] = target.check(rows, len(dvs))
+            checked[target.size] = target.check(rows, eventlog.DV_COUNT)
         # In alternation, so the load of a shared machine falls on every size alike.
         for _ in range(samples):
             for target in targets:
@@ -156,7 +140,7 @@ def bench_metrics(
             for target in targets:
                 unbounded[target.size] = round(target.unbounded_seconds() * 1000, 1)
     p50 = {t.size: round(statistics.median(t.times), 2) for t in targets}
-    p95 = {t.size: round(percentile(t.times, 0.95), 2) for t in targets}
+    p95 = {t.size: round(eventlog.percentile(t.times, 0.95), 2) for t in targets}
     return {
         "p50_ms": p50,
         "p95_ms": p95,
@@ -167,21 +151,14 @@ def bench_metrics(
         "onbevestigd": checked,
         "unbounded_count_ms": unbounded,
         "samples": samples,
-        "dv_count": len(dvs),
-        "events_per_xid": per_xid,
-        "load_seconds": load_seconds,
-        "loadavg_before": [round(x, 2) for x in loadavg_before],
-        "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+        "dv_count": eventlog.DV_COUNT,
+        **eventlog.conditions(per_xid, load_seconds, loadavg_before),
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--sizes",
-        default="100000,10000000",
-        help="events in the log, comma-separated (default 100000,10000000)",
-    )
+    eventlog.add_sizes_argument(parser)
     parser.add_argument("--samples", type=int, default=30, help="scrapes per size (30)")
     parser.add_argument(
         "--zonder-vergelijking",
@@ -189,14 +166,7 @@ def main() -> None:
         help="do not time the unbounded count of before, for comparison",
     )
     args = parser.parse_args()
-    sizes = tuple(int(part.replace("_", "")) for part in args.sizes.split(",") if part.strip())
-    if len(sizes) < 2 or args.samples < 1:
-        parser.error("give at least two sizes and one sample")
-    settings = Settings.from_env()
-    if not settings.database_url:
-        EmbeddedCluster(settings).start()
-    admin_url = connection_url(settings)
-    print(f"CPUs: {os.cpu_count()}  PostgreSQL: {admin_url.rsplit('@', 1)[-1]}", flush=True)
+    sizes, admin_url = eventlog.sizes_and_database(parser, args)
     started = time.perf_counter()
     result = bench_metrics(admin_url, sizes, args.samples, not args.zonder_vergelijking)
     print(f"\n== metrics scrape ({time.perf_counter() - started:.0f} s)", flush=True)

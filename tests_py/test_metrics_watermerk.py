@@ -7,23 +7,18 @@ back"): an open write transaction holds back every DV's feed, and /metrics says 
   (server time; pg_read_all_stats, which the bootstrap grants the owner here).
 """
 
-import hashlib
 import json
 import time
-import uuid
 
 import psycopg
 import pytest
 
 from nmc.database import with_overrides
+from watermarktest import begin_with_xid, notificatie
 
 DV_OIN = "00000001234567890023"
 TEMPLATE_ID = "a0a0a0a0-0000-4000-8000-000000000001"
 HELD = "nmc_feed_watermerk_achterstand_seconden"
-
-
-def _b32(text: str) -> bytes:
-    return hashlib.sha256(text.encode()).digest()
 
 
 @pytest.fixture
@@ -38,16 +33,6 @@ def dv_id(conn: psycopg.Connection) -> int:
     ).fetchone()[0]
 
 
-def _intake(url: str, dv_id: int) -> None:
-    notificatie_id = uuid.uuid4()
-    with psycopg.connect(url, autocommit=True) as connection:
-        connection.execute(
-            "SELECT nmc.intake_notificatie(%s, %s, 't', 'decentraal', %s, 1::smallint, %s,"
-            " '\\x01', NULL, '\\x02', 'kek-1', NULL, NULL, %s, NULL)",
-            (notificatie_id, dv_id, _b32(str(notificatie_id)), _b32("p"), uuid.uuid4().hex),
-        )
-
-
 def _metric(url: str, naam: str) -> float | None:
     """One scrape's value of an unlabelled family, as the API's role reads it."""
     with psycopg.connect(with_overrides(url, user="nmc_api"), autocommit=True) as connection:
@@ -57,17 +42,10 @@ def _metric(url: str, naam: str) -> float | None:
     return None if row is None else row[0]
 
 
-def _holder(url: str) -> psycopg.Connection:
-    """An open transaction that has taken an xid: it holds the watermark."""
-    connection = psycopg.connect(url)
-    connection.execute("SELECT pg_current_xact_id()")
-    return connection
-
-
 def test_a_committed_event_behind_an_open_write_transaction_is_reported(db_url, conn, dv_id):
-    holder = _holder(db_url)
+    holder = begin_with_xid(db_url)
     try:
-        _intake(db_url, dv_id)  # committed, but above the holder's xid
+        notificatie(db_url, dv_id)  # committed, but above the holder's xid
         conn.execute("SELECT nmc.advance_clock('40 seconds')")
         held = _metric(db_url, HELD)
         assert held is not None and held >= 40
@@ -82,7 +60,7 @@ def test_a_committed_event_behind_an_open_write_transaction_is_reported(db_url, 
 
 
 def test_the_oldest_open_write_transaction_is_reported_with_its_age(db_url, conn):
-    holder = _holder(db_url)
+    holder = begin_with_xid(db_url)
     try:
         pid = holder.info.backend_pid
         own_age = conn.execute(

@@ -4,7 +4,7 @@ A feed position is (cluster epoch, xid, event id) plus the moment the NMC handed
 (`uitgegeven_op`, for the max cursor age). The DV sees it only as an opaque string; the
 API, and the worker on its webhook calls (`Nmc-Cursor`), make it with `CursorCodec`.
 
-Byte layout, before base64url without padding:
+Both are sealed cursors of nmc.cursor_codec. Byte layout, before base64url without padding:
 
     kind (1) | key id (2) | dv_id (4) | epoch (4) | xid (8, unsigned) | event id (8) |
     uitgegeven_op (8, microseconds since the Unix epoch) | [na (16, snapshot token only)] |
@@ -22,38 +22,29 @@ derived from the `dvref` pepper (key id = 0x8000 | its version), so no extra sec
 needed and adding a `cursor` pepper later does not invalidate cursors already handed out.
 """
 
-import base64
-import binascii
 import hashlib
 import hmac
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
+from nmc.cursor_codec import Codec, InvalidCursor, Keys, Layout, from_micros, to_micros
 from nmc.peppers import PURPOSE_DVREF, Peppers
 from nmc.secret_files import CryptoConfigError
 
+__all__ = ["PURPOSE_CURSOR", "CursorCodec", "InvalidCursor", "Position"]
+
 PURPOSE_CURSOR = "cursor"
 
-KIND_FEED = 0x01
-KIND_SNAPSHOT = 0x02
+# dv_id, epoch, xid (unsigned), event id, uitgegeven_op; the snapshot token adds `na`.
+FEED = Layout(kind=0x01, fields="iiQqq")
+SNAPSHOT = Layout(kind=0x02, fields="iiQqq16s")
 
-_MAC_PREFIX = b"nmc/cursor/v1\x00"
+_MAC_CONTEXT = b"nmc/cursor/v1\x00"
 _DERIVE_LABEL = b"nmc/cursor-key/v1"
 _DERIVED = 0x8000
-_TAG_BYTES = 16
-_HEAD_BYTES = 1 + 2 + 4 + 4 + 8 + 8 + 8
-_UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_XID_MAX = 2**64 - 1
-
-MAX_TOKEN_CHARS = 128
-"""A longer string cannot be one of ours; refused before decoding."""
-
-
-class InvalidCursor(ValueError):
-    """Not a cursor this NMC issued to this DV (tampered, another DV's, or malformed)."""
 
 
 @dataclass(frozen=True)
@@ -93,87 +84,48 @@ class CursorCodec:
     """Seals positions into opaque strings for one NMC's peppers, and opens them again."""
 
     def __init__(self, peppers: Peppers):
-        self._keys: dict[int, bytes] = {}
+        keys: dict[int, bytes] = {}
         if PURPOSE_CURSOR in peppers.purposes:
             own = peppers.for_purpose(PURPOSE_CURSOR)
             for version, key in own.versions.items():
                 if not 0 < version < _DERIVED:
                     raise CryptoConfigError("cursor pepper versions must be 1..32767")
-                self._keys[version] = key
-            self._current = own.current
+                keys[version] = key
+            current = own.current
         dvref = peppers.for_purpose(PURPOSE_DVREF)
         for version, key in dvref.versions.items():
             if 0 < version < _DERIVED:
                 derived = hmac.new(key, _DERIVE_LABEL, hashlib.sha256).digest()
-                self._keys[_DERIVED | version] = derived
+                keys[_DERIVED | version] = derived
         if PURPOSE_CURSOR not in peppers.purposes:
-            self._current = _DERIVED | dvref.current
-        if self._current not in self._keys:
+            current = _DERIVED | dvref.current
+        if current not in keys:
             raise CryptoConfigError("the current pepper version cannot key cursors (1..32767)")
+        self._codec = Codec(Keys(keys, current, _MAC_CONTEXT))
 
     def encode(self, dv_id: int, position: Position) -> str:
-        return self._seal(KIND_FEED, dv_id, position, b"")
+        return self._codec.encode(FEED, dv_id, *_fields(position))
 
     def decode(self, dv_id: int, token: str) -> Position:
-        position, _ = self._open(KIND_FEED, dv_id, token)
-        return position
+        owner, *fields = self._codec.decode(FEED, token)
+        return _position(dv_id, owner, *fields)
 
     def encode_snapshot(self, dv_id: int, position: Position, na: uuid.UUID) -> str:
-        return self._seal(KIND_SNAPSHOT, dv_id, position, na.bytes)
+        return self._codec.encode(SNAPSHOT, dv_id, *_fields(position), na.bytes)
 
     def decode_snapshot(self, dv_id: int, token: str) -> tuple[Position, uuid.UUID]:
-        position, rest = self._open(KIND_SNAPSHOT, dv_id, token)
-        return position, uuid.UUID(bytes=rest)
+        owner, *fields, na = self._codec.decode(SNAPSHOT, token)
+        return _position(dv_id, owner, *fields), uuid.UUID(bytes=na)
 
-    def _seal(self, kind: int, dv_id: int, position: Position, rest: bytes) -> str:
-        if not 0 <= position.xid <= _XID_MAX:
-            raise ValueError("xid out of range")
-        micros = (position.uitgegeven_op - _UNIX_EPOCH) // timedelta(microseconds=1)
-        body = (
-            bytes([kind])
-            + self._current.to_bytes(2, "big")
-            + dv_id.to_bytes(4, "big", signed=True)
-            + position.epoch.to_bytes(4, "big", signed=True)
-            + position.xid.to_bytes(8, "big")
-            + position.event_id.to_bytes(8, "big", signed=True)
-            + micros.to_bytes(8, "big", signed=True)
-            + rest
-        )
-        raw = body + self._tag(self._keys[self._current], body)
-        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
-    def _open(self, kind: int, dv_id: int, token: str) -> tuple[Position, bytes]:
-        if not isinstance(token, str) or not token or len(token) > MAX_TOKEN_CHARS:
-            raise InvalidCursor("malformed")
-        try:
-            raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        except (binascii.Error, ValueError):
-            raise InvalidCursor("not base64url") from None
-        rest_len = 16 if kind == KIND_SNAPSHOT else 0
-        if len(raw) != _HEAD_BYTES + rest_len + _TAG_BYTES or raw[0] != kind:
-            raise InvalidCursor("unknown format")
-        body, tag = raw[:-_TAG_BYTES], raw[-_TAG_BYTES:]
-        key = self._keys.get(int.from_bytes(body[1:3], "big"))
-        if key is None or not hmac.compare_digest(tag, self._tag(key, body)):
-            raise InvalidCursor("not authentic")
-        if int.from_bytes(body[3:7], "big", signed=True) != dv_id:
-            raise InvalidCursor("another DV's cursor")
-        micros = int.from_bytes(body[27:35], "big", signed=True)
-        try:
-            uitgegeven_op = _UNIX_EPOCH + timedelta(microseconds=micros)
-        except OverflowError:
-            raise InvalidCursor("time out of range") from None
-        position = Position(
-            epoch=int.from_bytes(body[7:11], "big", signed=True),
-            xid=int.from_bytes(body[11:19], "big"),
-            event_id=int.from_bytes(body[19:27], "big", signed=True),
-            uitgegeven_op=uitgegeven_op,
-        )
-        return position, body[_HEAD_BYTES:]
+def _fields(position: Position) -> tuple[int, int, int, int]:
+    return position.epoch, position.xid, position.event_id, to_micros(position.uitgegeven_op)
 
-    @staticmethod
-    def _tag(key: bytes, body: bytes) -> bytes:
-        return hmac.new(key, _MAC_PREFIX + body, hashlib.sha256).digest()[:_TAG_BYTES]
+
+def _position(dv_id: int, owner: int, epoch: int, xid: int, event_id: int, micros: int) -> Position:
+    if owner != dv_id:
+        raise InvalidCursor("another DV's cursor")
+    return Position(epoch, xid, event_id, from_micros(micros))
 
 
 def _timestamp(value: Any) -> datetime:

@@ -16,20 +16,27 @@ import json
 import random
 import threading
 import time
-import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
-from apitest import BASE, OIN_A, TEMPLATE_ID, auth, decentraal, dv_document
-from feedtest import ACK, FEED, SNAPSHOT, read_until
+from apitest import OIN_A, TEMPLATE_ID, auth, dv_document
+from feedtest import ACK, FEED, SNAPSHOT, intake, read_until
 from starlette.testclient import TestClient
 
 from nmc.api.app import create_app
 from nmc.database import with_overrides
 from replicatest import Replicated, replicated
 from stacktest import free_port, needs_server_binaries
-from test_feed_watermark import Reader, _notificatie, _write_event
+from watermarktest import (
+    Reader,
+    assert_served_exactly,
+    fifty_writers,
+    polling,
+    read_the_rest,
+    run_writers,
+)
 
 pytestmark = needs_server_binaries
 
@@ -43,7 +50,7 @@ def pair() -> Iterator[Replicated]:
 def _apply_dv(url: str, oin: str) -> int:
     with psycopg.connect(url, autocommit=True) as conn:
         document = dv_document(oin, feedAanroepenPerMinuut=1_000_000)
-        # The watermark test's intake (test_feed_watermark._notificatie) uses berichttype t.
+        # The watermark test's intake (watermarktest.notificatie) uses berichttype t.
         document["berichttypen"].append({"code": "t", "notifynlTemplateId": TEMPLATE_ID})
         return conn.execute(
             "SELECT nmc.apply_dienstverlener(%s::jsonb)", (json.dumps(document),)
@@ -58,20 +65,16 @@ class StandbyReader(Reader):
         super().__init__(standby_url, dv_id)
         self.primary = psycopg.connect(primary_url, autocommit=True)
 
-    def read(self, limit: int = 1000) -> list[int]:
+    def page(self, limit: int) -> dict[str, Any]:
         epoch, xid, event_id, issued = self.cursor
         self.primary.execute(
             "SELECT nmc.take_feed_aanroep_api(%s, %s, %s::xid8, %s)",
             (self.dv_id, epoch, xid, issued),
         )
-        page = self.connection.execute(
+        return self.connection.execute(
             "SELECT nmc.read_feed_pagina(%s, %s, %s::xid8, %s, %s, %s)",
             (self.dv_id, epoch, xid, event_id, issued, limit),
         ).fetchone()[0]
-        self.cursor = (page["epoch"], page["xid"], page["eventId"], page["uitgegevenOp"])
-        ids = [event["eventId"] for event in page["events"]]
-        self.seen.extend(ids)
-        return ids
 
 
 class Lag:
@@ -135,42 +138,11 @@ class Lag:
 def test_fifty_writers_on_the_primary_and_a_reader_on_the_standby_agree_exactly(pair, lag):
     primary_admin = pair.url(pair.primary)
     dv_id = _apply_dv(primary_admin, f"0000000100{random.randrange(10**9, 10**10)}")  # noqa: S311
-    rng = random.Random(20261130)  # noqa: S311 - reproducible interleavings, not secrets
-    plans = [
-        (
-            _notificatie(primary_admin, dv_id),
-            rng.randint(1, 4),
-            rng.uniform(0.0, 0.15),
-            rng.random() < 0.2,
-        )
-        for _ in range(50)
-    ]
+    writers = fifty_writers(primary_admin, dv_id)
     reader = StandbyReader(pair.url(pair.primary, "api"), pair.url(pair.standby, "api"), dv_id)
-    stop = threading.Event()
-    primary_seen: list[int] = []
 
-    def write(notificatie_id: uuid.UUID, events: int, hold: float, roll_back: bool) -> None:
-        with psycopg.connect(primary_admin) as connection:
-            for _ in range(events):
-                _write_event(connection, notificatie_id)
-                time.sleep(hold / events)  # interleave, not a timer: no rule waits on it
-            if roll_back:
-                connection.rollback()
-            else:
-                connection.commit()
-
-    def poll() -> None:
-        while not stop.is_set():
-            reader.read(limit=7)
-
-    with Lag(pair, lag) as lagging:
-        poller = threading.Thread(target=poll)
-        poller.start()
-        writers = [threading.Thread(target=write, args=plan) for plan in plans]
-        for thread in writers:
-            thread.start()
-        for thread in writers:
-            thread.join(timeout=60)
+    with Lag(pair, lag) as lagging, polling(reader):
+        run_writers(primary_admin, writers)
         # Before the standby catches up: what the primary serves beyond the standby.
         with psycopg.connect(primary_admin, autocommit=True) as check:
             primary_seen = [
@@ -182,21 +154,8 @@ def test_fifty_writers_on_the_primary_and_a_reader_on_the_standby_agree_exactly(
                 )
             ]
         behind = len(primary_seen) - len(reader.seen)
-        stop.set()
-        poller.join(timeout=60)
     pair.replicas.wait_caught_up(pair.standby)
-    with psycopg.connect(primary_admin) as check:
-        all_events = [
-            row[0]
-            for row in check.execute(
-                "SELECT event_id FROM nmc.event WHERE dv_id = %s ORDER BY xid, event_id",
-                (dv_id,),
-            )
-        ]
-        transitions = check.execute(
-            "SELECT count(*) FROM nmc.event WHERE dv_id = %s AND sequence > 1", (dv_id,)
-        ).fetchone()[0]
-    reader.read_until(len(all_events) - len(reader.seen))
+    committed, transitions = read_the_rest(reader, primary_admin, dv_id)
 
     seen = reader.seen
     print(
@@ -204,10 +163,7 @@ def test_fifty_writers_on_the_primary_and_a_reader_on_the_standby_agree_exactly(
         f"{lagging.max_seconds:.2f} s / {lagging.max_bytes} bytes of WAL; the standby was "
         f"{behind} events behind the primary when the writers ended"
     )
-    assert transitions, "some writers committed"
-    assert len(seen) == len(set(seen)), "no event served twice"
-    assert seen == all_events, "no gap: exactly the committed events, in cursor order"
-    assert sum(events for _, events, _, rolled in plans if not rolled) == transitions
+    assert_served_exactly(seen, committed, transitions, writers)
     if lag != "none":
         assert lagging.max_bytes > 0 or lagging.max_seconds > 0, "the standby really lagged"
 
@@ -234,20 +190,9 @@ def _calls(pair: Replicated, dv_id: int) -> int:
     )
 
 
-def _intake(client: TestClient, count: int) -> list[str]:
-    ids = []
-    for _ in range(count):
-        response = client.post(
-            f"{BASE}/decentraal/notificaties", json=decentraal(), headers=auth(OIN_A)
-        )
-        assert response.status_code == 202, response.text
-        ids.append(response.json()["notificatieId"])
-    return ids
-
-
 def test_with_a_replica_the_pages_come_from_the_standby(pair, standby_client):
     client, dv_id = standby_client
-    first = _intake(client, 3)
+    first = intake(client, 3)
     pair.replicas.wait_caught_up(pair.standby)
     events, cursor = read_until(client, 3)
     assert {e["subject"] for e in events} >= set(first)
@@ -257,7 +202,7 @@ def test_with_a_replica_the_pages_come_from_the_standby(pair, standby_client):
     with pair.standby.connect() as standby:
         standby.execute("SELECT pg_catalog.pg_wal_replay_pause()")
         try:
-            later = _intake(client, 2)
+            later = intake(client, 2)
             with psycopg.connect(pair.url(pair.primary), autocommit=True) as primary:
                 deadline = time.monotonic() + 20
                 while time.monotonic() < deadline:  # the primary serves them
@@ -294,7 +239,7 @@ def test_an_unreachable_replica_costs_no_503(api_env, dvs, monkeypatch, caplog):
     dead = f"postgresql://nmc_api@127.0.0.1:{free_port()}/nmc?connect_timeout=1"
     monkeypatch.setenv("NMC_API_REPLICA_DATABASE_URL", dead)
     with TestClient(create_app(), raise_server_exceptions=False) as client:
-        ids = _intake(client, 2)
+        ids = intake(client, 2)
         events, _ = read_until(client, 2)
         assert {e["subject"] for e in events} == set(ids), "read on the primary instead"
         snapshot = client.get(SNAPSHOT, headers=auth(OIN_A))

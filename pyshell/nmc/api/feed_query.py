@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from nmc.api.validation import ValidationFailed, Violation, violation
-from nmc.feed_cursor import MAX_TOKEN_CHARS
+from nmc.cursor_codec import MAX_TOKEN_CHARS
 
 FEED_LIMIET_MAX = 10_000
 """The query's upper bound; the database caps a page at the DV's feedMaxPagina."""

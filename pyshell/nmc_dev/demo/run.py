@@ -159,11 +159,11 @@ async def _phases(
     display: Display,
     options: Options,
 ) -> None:
-    cancelled = plan.of_phase("cancel")
+    cancelled = plan.with_action("cancel")
     for n in cancelled:
         n.id = await dv.submit(n.scenario.regie, n.body)
         await dv.cancel(n.id)
-    expiring = plan.of_phase("expire")
+    expiring = plan.with_action("short-validity")
     await _submit_batch(dv, expiring)
     display.note(
         f"no worker runs yet: {len(cancelled)} submitted and cancelled (DELETE); "
@@ -176,7 +176,7 @@ async def _phases(
         "short geldigTot have expired"
     )
 
-    main = plan.of_phase("main")
+    main = plan.with_action("none")
     singles, grouped = scenario.batches(main)
     started = time.monotonic()
     limit = asyncio.Semaphore(SINGLE_CONCURRENCY)

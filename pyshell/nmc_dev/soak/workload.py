@@ -1,11 +1,10 @@
 """What the soak submits: several DVs, both regies, every outcome the simulators can give.
 
-The outcome of a notification is not faked: a scenario only picks a recipient the
-simulators treat in a known way (NotifyNL by the local part of the address, see
-nmc_dev.sim.notifynl; the Profielservice by the parties seeded into it) or a DV action (a cancel
-right after the intake, a short geldigTot). Under chaos the end result may differ from the
-scenario's usual one (a cancel loses the race with the claim, a duplicate e-mail brings a
-second receipt), so the soak reports outcomes per scenario but judges only the invariants.
+The soak's mix of the scenarios in nmc_dev.scenarios (each a recipient the simulators treat in
+a known way, or a DV action: a cancel right after the intake, a short geldigTot). Under chaos
+the end result may differ from the scenario's usual one (a cancel loses the race with the
+claim, a duplicate e-mail brings a second receipt), so the soak reports outcomes per scenario
+but judges only the invariants.
 
 Every personal value (address, identifying number, dvRef, personalisation) is recorded in
 `PersonalData` for the log scan, and every value but the numbers carries the run's marker,
@@ -15,8 +14,11 @@ so a leak of any of them is found by the marker alone.
 import random
 import secrets
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from datetime import datetime, timedelta
+from typing import Any
+
+from nmc_dev import scenarios
+from nmc_dev.scenarios import Scenario
 
 DOMAIN = "soak.voorbeeld.nl"
 BATCH_SIZE = 100
@@ -24,9 +26,6 @@ SINGLE_SHARE = 0.3  # of the notifications, submitted one by one; the rest in ba
 # geldigTot of the `kort-geldig` scenario, from the NMC clock at its submission (the clock
 # moves during the intake, so it is set then, once: a repeat must carry the same body).
 SHORT_VALIDITY = timedelta(minutes=20)
-Regie = Literal["decentraal", "centraal"]
-Party = Literal["email", "unknown", "phone-only"]
-Action = Literal["none", "cancel", "short-validity"]
 
 
 @dataclass(frozen=True)
@@ -37,34 +36,18 @@ class Dv:
 
     def document(self) -> dict[str, Any]:
         """The DV as `nmc admin dv apply` takes it (README: the DV document)."""
-        return {
-            "oin": self.oin,
-            "naam": self.naam,
-            "quotumPerMinuut": 1_000_000,
-            "quotumPerDag": 10_000_000,
-            "bevestigingstermijn": "7 days",
-            "maxCursorleeftijd": self.max_cursorleeftijd,
-            "feedMaxPagina": 1000,
-            "feedAanroepenPerMinuut": 6000,
-            "actief": True,
-            "berichttypen": [
-                {
-                    "code": "herinnering",
-                    "notifynlTemplateId": "b0b0b0b0-0000-4000-8000-000000000001",
-                    "regie": ["decentraal", "centraal"],
-                    "geldigheidStandaard": "3 days",
-                    "geldigheidMax": "30 days",
-                },
-                {
-                    "code": "besluit",
-                    "notifynlTemplateId": "b0b0b0b0-0000-4000-8000-000000000002",
-                    "notifyService": "besluiten",  # its own NotifyNL service and key
-                    "regie": ["centraal"],
-                    "geldigheidStandaard": "14 days",
-                    "geldigheidMax": "30 days",
-                },
-            ],
-        }
+        return scenarios.dv_document(
+            self.oin,
+            self.naam,
+            template_ids=(
+                "b0b0b0b0-0000-4000-8000-000000000001",
+                "b0b0b0b0-0000-4000-8000-000000000002",
+            ),
+            quotum_per_minuut=1_000_000,
+            quotum_per_dag=10_000_000,
+            feed_aanroepen_per_minuut=6000,
+            max_cursorleeftijd=self.max_cursorleeftijd,
+        )
 
 
 # The third DV's cursors expire after a day: the 8-day settlement jump makes its feed reader
@@ -76,35 +59,12 @@ DVS = (
 )
 
 
-@dataclass(frozen=True)
-class Scenario:
-    key: str
-    regie: Regie
-    weight: int  # share of the notifications, in percent
-    usual: str  # the final status without interference (reported, not judged)
-    local_part: str = "bezorgd"  # NotifyNL simulator rule of the recipient's address
-    party: Party = "email"
-    action: Action = "none"
-
-
-SCENARIOS = (
-    Scenario("bezorgd", "decentraal", 28, "definitief-bezorgd"),
-    Scenario("vol-dan-bezorgd", "decentraal", 6, "definitief-bezorgd",
-             local_part="tijdelijk-dan-bezorgd"),
-    Scenario("callback-kwijt", "decentraal", 4, "definitief-bezorgd", local_part="verloren"),
-    Scenario("bounce", "decentraal", 5, "niet-bezorgbaar", local_part="permanent"),
-    Scenario("vol", "decentraal", 4, "niet-bezorgbaar", local_part="tijdelijk"),
-    Scenario("technisch", "decentraal", 3, "technisch-mislukt", local_part="technisch"),
-    Scenario("stil", "decentraal", 3, "bezorgstatus-onbekend", local_part="stil"),
-    Scenario("geannuleerd", "decentraal", 3, "geannuleerd", action="cancel"),
-    Scenario("kort-geldig", "decentraal", 2, "definitief-bezorgd", action="short-validity"),
-    Scenario("c-bezorgd", "centraal", 22, "definitief-bezorgd"),
-    Scenario("c-vol-dan-bezorgd", "centraal", 4, "definitief-bezorgd",
-             local_part="tijdelijk-dan-bezorgd"),
-    Scenario("c-bounce", "centraal", 4, "niet-bezorgbaar", local_part="permanent"),
-    Scenario("c-onbekend", "centraal", 5, "niet-bezorgbaar", party="unknown"),
-    Scenario("c-geen-email", "centraal", 3, "niet-bezorgbaar", party="phone-only"),
-)  # fmt: skip
+# The soak's mix, in percent; a scenario's status is its usual end (reported, not judged).
+SCENARIOS = scenarios.mix({
+    "bezorgd": 28, "vol-dan-bezorgd": 6, "callback-kwijt": 4, "bounce": 5, "vol": 4,
+    "technisch": 3, "stil": 3, "geannuleerd": 3, "kort-geldig": 2, "c-bezorgd": 22,
+    "c-vol-dan-bezorgd": 4, "c-bounce": 4, "c-onbekend": 5, "c-geen-email": 3,
+})  # fmt: skip
 MIN_COUNT = len(SCENARIOS) * len(DVS)
 
 
@@ -161,7 +121,7 @@ def set_short_validity(job: list[Notificatie], now: datetime) -> None:
     """Give the `kort-geldig` notifications of a job their geldigTot, once."""
     for notificatie in job:
         if notificatie.scenario.action == "short-validity":
-            notificatie.body.setdefault("geldigTot", _rfc3339(now + SHORT_VALIDITY))
+            notificatie.body.setdefault("geldigTot", scenarios.rfc3339(now + SHORT_VALIDITY))
 
 
 def new_marker() -> str:
@@ -169,25 +129,17 @@ def new_marker() -> str:
     return "zq" + secrets.token_hex(4)
 
 
-def shares(count: int, dvs: tuple[Dv, ...] = DVS) -> dict[Scenario, int]:
-    """`count` split over the scenarios by weight, at least one each per DV."""
+def build(count: int, *, marker: str, seed: int = 9, dvs: tuple[Dv, ...] = DVS) -> Workload:
+    """`count` notifications split over the scenarios by weight, at least one each per DV."""
     if count < len(SCENARIOS) * len(dvs):
         raise ValueError(f"--count must be at least {len(SCENARIOS) * len(dvs)}")
-    total = sum(s.weight for s in SCENARIOS)
-    split = {s: max(len(dvs), round(count * s.weight / total)) for s in SCENARIOS}
-    largest = max(SCENARIOS, key=lambda s: s.weight)
-    split[largest] += count - sum(split.values())
-    return split
-
-
-def build(count: int, *, marker: str, seed: int = 9, dvs: tuple[Dv, ...] = DVS) -> Workload:
     dice = random.Random(seed)  # noqa: S311 - test data, not secrets
-    numbers = _identification_numbers(dice)
+    numbers = scenarios.identification_numbers(dice, ("BSN", "KVK", "RSIN"))
     personal = PersonalData(marker)
     notificaties: list[Notificatie] = []
     parties: list[dict[str, Any]] = []
     serial = 0
-    for scenario, amount in shares(count, dvs).items():
+    for scenario, amount in scenarios.shares(count, SCENARIOS, at_least=len(dvs)).items():
         for i in range(amount):
             serial += 1
             dv = dvs[i % len(dvs)]
@@ -203,58 +155,15 @@ def build(count: int, *, marker: str, seed: int = 9, dvs: tuple[Dv, ...] = DVS) 
             }  # fmt: skip
             personal.dvrefs.add(body["dvRef"])
             personal.personalisation.update(body["berichtgegevens"].values())
-            if scenario.regie == "decentraal":
-                body["emailAdres"] = address
+            fields, party = scenarios.recipient(scenario, address, numbers)
+            body.update(fields)
+            if "identificatieNummer" in fields:
+                personal.numbers.add(fields["identificatieNummer"])
+            if scenario.regie == "decentraal" or party:
                 personal.emails.add(address)
-            else:
-                kind, number = next(numbers)
-                body.update(identificatieType=kind, identificatieNummer=number)
-                personal.numbers.add(number)
-                party = _party(scenario.party, kind, number, address)
-                if party:
-                    parties.append(party)
-                    personal.emails.add(address)
+            if party:
+                parties.append(party)
             single = scenario.action == "cancel" or dice.random() < SINGLE_SHARE
             notificaties.append(Notificatie(serial, dv, scenario, body, single))
     dice.shuffle(notificaties)  # a realistic mix in every batch
     return Workload(notificaties, parties, personal)
-
-
-def _party(kind: Party, id_type: str, number: str, address: str) -> dict[str, Any] | None:
-    if kind == "unknown":
-        return None
-    contact = (
-        {"type": "Email", "waarde": address, "isDefault": True}
-        if kind == "email"
-        else {"type": "Telefoonnummer", "waarde": "0612345678", "isDefault": True}
-    )
-    return {"identificatieType": id_type, "identificatieNummer": number,
-            "contactgegevens": [contact]}  # fmt: skip
-
-
-def _identification_numbers(dice: random.Random):
-    """Distinct fictitious numbers: BSN and RSIN (passing the 11-proef) and KVK, in turn."""
-    seen: set[str] = set()
-    while True:
-        for kind in ("BSN", "KVK", "RSIN"):
-            while True:
-                number = _kvk(dice) if kind == "KVK" else _elfproef(dice)
-                if number and number not in seen:
-                    seen.add(number)
-                    yield kind, number
-                    break
-
-
-def _elfproef(dice: random.Random) -> str | None:
-    digits = [dice.randrange(10) for _ in range(8)]
-    digits[0] = dice.randrange(1, 10)
-    check = sum(d * w for d, w in zip(digits, range(9, 1, -1), strict=True)) % 11
-    return None if check == 10 else "".join(map(str, digits)) + str(check)
-
-
-def _kvk(dice: random.Random) -> str:
-    return str(dice.randrange(10**7, 10**8))
-
-
-def _rfc3339(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
