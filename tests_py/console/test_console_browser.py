@@ -4,8 +4,9 @@ by uvicorn on a free loopback port, as nmc_console on this test's database.
 
 An operator logs in with an IAM token, sees a mislukt task with its error class, reopens it
 (confirmation page, explanation, button), sees it open, lets a worker's wissen round run, and
-sees it done; the audit trail shows the action. On the way a PNG of each view goes into
-docs/console/ (the screenshots the documentation shows). The personal-data scan sees every
+sees it done; the audit trail shows the action. On the way a PNG of each view is taken: into
+a temporary directory, or, to renew the screenshots the documentation shows, into the directory
+NMC_CONSOLE_SCREENSHOTS names (`NMC_CONSOLE_SCREENSHOTS=docs/console pytest …`). The personal-data scan sees every
 page the browser was served (nmc.console.app is wrapped in privacy_scan.py).
 """
 
@@ -13,6 +14,7 @@ import base64
 import os
 import secrets
 import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +30,11 @@ from nmc.worker.config import WorkerConfig
 from nmc.worker.loop import Worker
 from nmc_dev.sim.server import start_in_thread
 
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "console"
+# A test run leaves the checkout alone: the documentation's PNGs change only when asked.
+SCREENSHOTS = Path(
+    os.environ.get("NMC_CONSOLE_SCREENSHOTS")
+    or Path(tempfile.gettempdir()) / "nmc-console-screenshots"
+)
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 
