@@ -6,8 +6,9 @@ An operator logs in with an IAM token, sees a mislukt task with its error class,
 (confirmation page, explanation, button), sees it open, lets a worker's wissen round run, and
 sees it done; the audit trail shows the action. On the way a PNG of each view is taken: into
 a temporary directory, or, to renew the screenshots the documentation shows, into the directory
-NMC_CONSOLE_SCREENSHOTS names (`NMC_CONSOLE_SCREENSHOTS=docs/console pytest …`). The personal-data scan sees every
-page the browser was served (nmc.console.app is wrapped in privacy_scan.py).
+NMC_CONSOLE_SCREENSHOTS names (`NMC_CONSOLE_SCREENSHOTS=docs/console pytest …`). The
+personal-data scan sees every page the browser was served (nmc.console.app is wrapped in
+privacy_scan.py).
 """
 
 import base64
