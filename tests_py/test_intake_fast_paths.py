@@ -26,7 +26,8 @@ from starlette.responses import JSONResponse
 from nmc import crypto
 from nmc.api import validation as v
 from nmc.api.ids import new_notificatie_ids
-from nmc.api.routes_notificaties import batch_accepted, idempotency_form, sealed_items
+from nmc.api.intake import idempotency_form, sealed_call
+from nmc.api.routes_notificaties import batch_accepted
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 
@@ -269,8 +270,8 @@ bodies = st.fixed_dictionaries(
 
 @settings(max_examples=300, deadline=None)
 @given(body=bodies, local=st.from_regex(r"[a-z0-9.+]{1,10}", fullmatch=True), domain=domains)
-def test_sealed_items_match_the_plain_hash_and_open(body, local, domain):
-    """Validated requests through sealed_items: the hash the plain code gives, and ciphertexts
+def test_sealed_call_matches_the_plain_hash_and_opens(body, local, domain):
+    """Validated requests through sealed_call: the hash the plain code gives, and ciphertexts
     that open to the recipient and berichtgegevens."""
     decentraal = _validated({**body, "emailAdres": f"{local}@{domain}"}, "decentraal")
     centraal = _validated(
@@ -281,7 +282,7 @@ def test_sealed_items_match_the_plain_hash_and_open(body, local, domain):
     ring = crypto.parse_kek_ring(crypto.new_kek_ring())
     peppers = crypto.parse_peppers(crypto.new_peppers())
     services = types.SimpleNamespace(ring=ring, peppers=peppers, pepper_versie=1)
-    items = sealed_items(services, 7, canonicals, "trace")
+    items = sealed_call(services, 7, "decentraal", None, canonicals, "trace")
     payload_key = peppers.for_purpose("payload").versions[1]
     assert items.payload_pepper_versie == 1
     for i, canonical in enumerate(canonicals):

@@ -20,7 +20,7 @@ from starlette.testclient import TestClient
 from nmc import crypto
 from nmc.api import validation
 from nmc.api.app import create_app
-from nmc.api.routes_notificaties import idempotency_form
+from nmc.api.intake import idempotency_form
 
 DECENTRAAL = f"{BASE}/decentraal/notificaties"
 CENTRAAL = f"{BASE}/centraal/notificaties"

@@ -7,9 +7,10 @@ import pytest
 
 from nmc.api import lijst_cursor
 from nmc.api.auth import Principal, Unauthenticated
+from nmc.api.intake import idempotency_form
 from nmc.api.middleware import parse_traceparent
 from nmc.api.routes_callback import token_matches
-from nmc.api.routes_notificaties import etag_matches, idempotency_form
+from nmc.api.routes_notificaties import etag_matches
 from nmc.api.services import VerifiedTokens
 from nmc.api.settings import ApiSettings
 from nmc.errors import NmcError
@@ -149,6 +150,8 @@ class FakePool:
                 pool.queries += 1
 
                 class Cursor:
+                    description = ("now",)
+
                     async def fetchone(self):
                         return (datetime.now(UTC) + pool.ahead,)
 
