@@ -49,7 +49,7 @@ def test_every_name_has_its_own_code():
     assert len(values) == len(set(values))
 
 
-def test_the_named_nmc_codes_are_the_documented_ones():
+def test_every_named_nmc_code_is_documented():
     documented = set(
         re.findall(
             r"^\| (NM[0-9P][0-9]{2}) \|",
@@ -58,6 +58,4 @@ def test_the_named_nmc_codes_are_the_documented_ones():
         )
     )
     named = {value for value in named_codes().values() if NMC_CODE.fullmatch(value)}
-    assert named <= documented
-    # NM015-NM017 are integrity and call-shape guards the shell never acts on by code.
-    assert documented - named == {"NM015", "NM016", "NM017"}
+    assert named and named <= documented

@@ -81,19 +81,24 @@ class IntakeCall:
 
     def params(self) -> dict[str, Any]:
         """The parameters of the batch statement (queries.sql `intake_notificaties`)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {name: getattr(self, name) for name in _BATCH_NAMES}
 
     def single_params(self) -> dict[str, Any]:
         """The parameters of the single statement (`intake_notificatie`): the first
         notification's entry of every per-item list."""
         params = {}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if "single" in f.metadata:
-                params[f.metadata["single"]] = value[0] if value is not None else None
+        for name, single in _SINGLE_NAMES:
+            value = getattr(self, name)
+            if single is None:
+                params[name] = value
             else:
-                params[f.name] = value
+                params[single] = value[0] if value is not None else None
         return params
+
+
+# The field names, and each one's name in the single form (None: the same value as is).
+_BATCH_NAMES = [f.name for f in dataclasses.fields(IntakeCall)]
+_SINGLE_NAMES = [(f.name, f.metadata.get("single")) for f in dataclasses.fields(IntakeCall)]
 
 
 # The batch's ids as text: a thousand uuid.UUID objects, each turned straight back into text
