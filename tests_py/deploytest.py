@@ -113,10 +113,10 @@ class _NoDatabase:
     """Stands in for the worker's database: /health/ready then answers 503, which still shows
     that the listener serves the path (an unknown path is a 404)."""
 
-    async def value(self, *args, **kwargs):
+    async def fetch_value(self, *args, **kwargs):
         raise psycopg.OperationalError("no database in this check")
 
-    async def rows(self, *args, **kwargs):
+    async def fetch_all(self, *args, **kwargs):
         raise psycopg.OperationalError("no database in this check")
 
 

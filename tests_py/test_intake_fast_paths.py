@@ -25,7 +25,8 @@ from starlette.responses import JSONResponse
 
 from nmc.api import validation as v
 from nmc.api.ids import new_notificatie_ids
-from nmc.api.routes_notificaties import batch_accepted, idempotency_form, sealed_items
+from nmc.api.intake import idempotency_form, sealed_call
+from nmc.api.routes_notificaties import batch_accepted
 from nmc.canonical_json import _flat_object_json, berichtgegevens_json, canonical_json, payload_hash
 from nmc.kek_ring import new_kek_ring, parse_kek_ring
 from nmc.peppers import (
@@ -291,8 +292,8 @@ bodies = st.fixed_dictionaries(
 
 @settings(max_examples=300, deadline=None)
 @given(body=bodies, local=st.from_regex(r"[a-z0-9.+]{1,10}", fullmatch=True), domain=domains)
-def test_sealed_items_match_the_plain_hash_and_open(body, local, domain):
-    """Validated requests through sealed_items: the hash the plain code gives, and ciphertexts
+def test_sealed_call_matches_the_plain_hash_and_opens(body, local, domain):
+    """Validated requests through sealed_call: the hash the plain code gives, and ciphertexts
     that open to the recipient and berichtgegevens."""
     decentraal = _validated({**body, "emailAdres": f"{local}@{domain}"}, "decentraal")
     centraal = _validated(
@@ -303,7 +304,7 @@ def test_sealed_items_match_the_plain_hash_and_open(body, local, domain):
     ring = parse_kek_ring(new_kek_ring())
     peppers = parse_peppers(new_peppers())
     services = types.SimpleNamespace(ring=ring, peppers=peppers, pepper_versie=1)
-    items = sealed_items(services, 7, canonicals, "trace")
+    items = sealed_call(services, 7, "decentraal", None, canonicals, "trace")
     payload_key = peppers.for_purpose("payload").versions[1]
     assert items.payload_pepper_versie == 1
     for i, canonical in enumerate(canonicals):

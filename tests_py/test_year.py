@@ -23,7 +23,7 @@ from nmc_dev.soak.yearmeter import compose_worker_shape, worker_shape
 from stacktest import free_port, needs_server_binaries, private_home, processes_of
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-# A guard against a hang, not a timing test: the CI size takes 150–166 s here when the machine
+# A guard against a hang, not a timing test: the CI size takes 150 to 166 s here when the machine
 # is quiet (its figure is in the README), and ran past 175 s beside other work on these cores.
 YEAR_TIMEOUT_S = 360
 # Five weeks, a ten-day term. Throughput at 50%: a probe of 600 notifications on a shared

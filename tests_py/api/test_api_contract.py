@@ -30,7 +30,7 @@ from feedtest import intake
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-import nmc.api.db
+import nmc.sql_calls
 from nmc.api.app import create_app
 from nmc.api.openapi import openapi_document
 from nmc.api.problems import PROBLEM_TYPES, SQLSTATE_PROBLEMS, problem_for
@@ -237,8 +237,8 @@ def test_the_app_serves_exactly_the_documented_operations(client, doc):
 
 def test_every_status_an_operation_answers_is_documented(client, doc, monkeypatch):
     contract = documented(doc)
-    recording = RecordingQueries(nmc.api.db.QUERIES)
-    monkeypatch.setattr(nmc.api.db, "QUERIES", recording)
+    recording = RecordingQueries(nmc.sql_calls.QUERIES)
+    monkeypatch.setattr(nmc.sql_calls, "QUERIES", recording)
     undocumented: dict[Operation, set[int]] = {}
     calls_database: set[Operation] = set()
     for operation, make in valid_requests(client).items():

@@ -19,7 +19,7 @@ from starlette.testclient import TestClient
 
 from nmc.api import validation
 from nmc.api.app import create_app
-from nmc.api.routes_notificaties import idempotency_form
+from nmc.api.intake import idempotency_form
 from nmc.canonical_json import canonical_json, payload_hash
 from nmc.peppers import dvref_hmac, new_peppers, parse_peppers
 from nmc.secret_files import CryptoConfigError

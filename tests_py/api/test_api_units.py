@@ -8,9 +8,10 @@ import pytest
 from nmc.api import lijst_cursor
 from nmc.api.auth import Principal
 from nmc.api.auth_errors import Unauthenticated
+from nmc.api.intake import idempotency_form
 from nmc.api.middleware import parse_traceparent
 from nmc.api.routes_callback import token_matches
-from nmc.api.routes_notificaties import etag_matches, idempotency_form
+from nmc.api.routes_notificaties import etag_matches
 from nmc.api.services import VerifiedTokens
 from nmc.api.settings import ApiSettings
 from nmc.errors import NmcError
@@ -150,6 +151,8 @@ class FakePool:
                 pool.queries += 1
 
                 class Cursor:
+                    description = ("now",)
+
                     async def fetchone(self):
                         return (datetime.now(UTC) + pool.ahead,)
 

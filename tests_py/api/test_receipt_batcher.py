@@ -11,7 +11,7 @@ import pytest
 from apitest import BASE, auth, decentraal
 from psycopg_pool import AsyncConnectionPool
 
-from nmc.api import db
+from nmc import sql_calls
 from nmc.api.receipt_batcher import ReceiptBatcher
 from nmc.database import with_overrides
 
@@ -93,13 +93,13 @@ def test_a_failed_store_fails_every_receipt_of_its_batch(api_env, pogingen, conn
 
 def test_refusals_that_arrive_together_are_counted_in_one_statement(api_env, conn, monkeypatch):
     calls: list[dict] = []
-    call_one = db.call_one
+    fetch_one = sql_calls.fetch_one
 
     async def recording(pool, name, params):
         calls.append(params)
-        return await call_one(pool, name, params)
+        return await fetch_one(pool, name, params)
 
-    monkeypatch.setattr(db, "call_one", recording)
+    monkeypatch.setattr(sql_calls, "fetch_one", recording)
 
     async def flood() -> None:
         async with AsyncConnectionPool(

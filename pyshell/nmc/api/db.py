@@ -1,23 +1,21 @@
-"""The API's database side: the pool, the OIN register cache, the clock, the named calls.
+"""The API's database side: the pool, the OIN register cache, the clock.
 
-Every request makes one call of an `nmc.` function (queries.sql) on an autocommit connection,
-so the function runs as its own transaction in one round trip: no BEGIN/COMMIT round trips,
-and nothing holds a transaction (and so the feed watermark) open between statements.
+Every request makes one call of an `nmc.` function (queries.sql, through nmc.sql_calls) on
+an autocommit connection, so the function runs as its own transaction in one round trip: no
+BEGIN/COMMIT round trips, and nothing holds a transaction (and so the feed watermark) open
+between statements.
 """
 
 import time
-import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from psycopg import AsyncConnection
 from psycopg.rows import TupleRow
-from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool
 
+from nmc import sql_calls
 from nmc.api.settings import ApiSettings
-from nmc.queries import QUERIES
 
 Pool = AsyncConnectionPool[AsyncConnection[TupleRow]]
 
@@ -46,18 +44,6 @@ def new_pool(settings: ApiSettings) -> Pool:
             "application_name": "nmc-api",
         },
     )
-
-
-async def call_one(pool: Pool, name: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
-    async with pool.connection() as conn:
-        cursor = await conn.execute(QUERIES[name], params)
-        return await cursor.fetchone()
-
-
-async def call_all(pool: Pool, name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-    async with pool.connection() as conn:
-        cursor = await conn.execute(QUERIES[name], params)
-        return await cursor.fetchall()
 
 
 # --------------------------------------------------------------------------------------------
@@ -89,7 +75,7 @@ class DvRegister:
         cached = self._cache.get(oin)
         if cached is not None and cached[0] > now:
             return cached[1]
-        row = await call_one(self._pool, "find_dienstverlener", {"oin": oin})
+        row = await sql_calls.fetch_one(self._pool, "find_dienstverlener", {"oin": oin})
         dv = Dienstverlener(dv_id=row[0], naam=row[1]) if row else None
         if len(self._cache) > 10_000:  # OINs come from verified tokens, but stay bounded
             self._cache.clear()
@@ -125,121 +111,8 @@ class DbClock:
 
     async def now(self) -> datetime:
         if self._offset is None or self._clock() - self._fetched_at >= self.REFRESH_SECONDS:
-            row = await call_one(self._pool, "clock_now", {})
+            row = await sql_calls.fetch_one(self._pool, "clock_now")
             assert row is not None  # noqa: S101 - nmc.now() always answers one row
             self._offset = row[0] - datetime.now(UTC)
             self._fetched_at = self._clock()
         return datetime.now(UTC) + self._offset - self.MARGIN
-
-
-# --------------------------------------------------------------------------------------------
-# Named calls with their parameters spelled out
-
-
-@dataclass(frozen=True)
-class IntakeItems:
-    """Notifications, sealed and HMACed, ready for nmc.intake_notificatie(s)_v2.
-
-    One list per column, entry i of every list belonging to notification i: the arrays that
-    nmc.intake_notificaties_v2 takes, built once rather than gathered from per-item objects.
-    """
-
-    ids: list[uuid.UUID]
-    berichttypen: list[str]
-    dvref_hmacs: list[bytes]
-    payload_hmacs: list[bytes]  # under payload pepper version `payload_pepper_versie`
-    payload_pepper_versie: int
-    ontvangers: list[bytes]
-    gegevens: list[bytes]
-    sleutels: list[bytes]
-    geldig_tot: list[str | None]  # canonical RFC 3339 text, cast to timestamptz in SQL
-    trace_ids: list[str]
-    diensten: list[str | None]
-    # While peppers rotate: each item's dvRef HMAC under every earlier live pepper version,
-    # item by item (k per item); None when only one version is live.
-    vorige_hmacs: list[bytes] | None = None
-    # The same for the payload HMAC under the earlier live payload pepper versions.
-    vorige_payload_hmacs: list[bytes] | None = None
-    # The unkeyed SHA-256 of each request: only when the database asked for them (NMP01),
-    # to judge a replay of a row stored before the payload pepper.
-    sha256_hashes: list[bytes] | None = None
-
-
-async def intake_one(
-    pool: Pool,
-    *,
-    dv_id: int,
-    regie: str,
-    pepper_versie: int,
-    kek_id: str,
-    batch_id: uuid.UUID | None,
-    items: IntakeItems,
-) -> uuid.UUID:
-    """Intake the one notification in `items`."""
-    row = await call_one(
-        pool,
-        "intake_notificatie",
-        {
-            "id": items.ids[0],
-            "dv_id": dv_id,
-            "berichttype": items.berichttypen[0],
-            "regie": regie,
-            "dvref_hmac": items.dvref_hmacs[0],
-            "pepper_versie": pepper_versie,
-            "payload_hmac": items.payload_hmacs[0],
-            "payload_pepper_versie": items.payload_pepper_versie,
-            "ontvanger": items.ontvangers[0],
-            "gegevens": items.gegevens[0],
-            "sleutel": items.sleutels[0],
-            "kek_id": kek_id,
-            "geldig_tot": items.geldig_tot[0],
-            "batch_id": batch_id,
-            "trace_id": items.trace_ids[0],
-            "dienst": items.diensten[0],
-            "vorige_hmacs": items.vorige_hmacs,
-            "vorige_payload_hmacs": items.vorige_payload_hmacs,
-            "sha256_hash": items.sha256_hashes[0] if items.sha256_hashes else None,
-        },
-    )
-    assert row is not None  # noqa: S101 - the intake returns one row or raises
-    return row[0]
-
-
-async def intake_many(
-    pool: Pool,
-    *,
-    dv_id: int,
-    regie: str,
-    pepper_versie: int,
-    kek_id: str,
-    batch_id: uuid.UUID | None,
-    items: IntakeItems,
-) -> list[str]:
-    """Intake a batch; the notificatie ids in item order, as text (they are only echoed)."""
-    params = {
-        "dv_id": dv_id,
-        "regie": regie,
-        "pepper_versie": pepper_versie,
-        "payload_pepper_versie": items.payload_pepper_versie,
-        "kek_id": kek_id,
-        "batch_id": batch_id,
-        "ids": items.ids,
-        "berichttypen": items.berichttypen,
-        "dvref_hmacs": items.dvref_hmacs,
-        "payload_hmacs": items.payload_hmacs,
-        "ontvangers": items.ontvangers,
-        "gegevens": items.gegevens,
-        "sleutels": items.sleutels,
-        "geldig_tot": items.geldig_tot,
-        "trace_ids": items.trace_ids,
-        "diensten": items.diensten,
-        "vorige_hmacs": items.vorige_hmacs,
-        "vorige_payload_hmacs": items.vorige_payload_hmacs,
-        "sha256_hashes": items.sha256_hashes,
-    }
-    async with pool.connection() as conn, conn.cursor() as cursor:
-        # Load the ids as text: a thousand uuid.UUID objects, each turned straight back into
-        # text for the answer, cost more than the rest of reading the result.
-        cursor.adapters.register_loader("uuid", TextLoader)
-        await cursor.execute(QUERIES["intake_notificaties"], params)
-        return [row[1] for row in await cursor.fetchall()]

@@ -22,6 +22,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from nmc import sqlstates
 from nmc.api.auth_errors import JwksUnavailable, Unauthenticated
 from nmc.api.validation import ValidationFailed, Violation, violation
 from nmc.status import NOTIFICATIE_STATUSES
@@ -225,44 +226,54 @@ class DbErrorMapping:
 
 
 SQLSTATE_PROBLEMS: Mapping[str, DbErrorMapping] = {
-    "NM001": DbErrorMapping("conflict", "Deze statusovergang is niet toegestaan."),
-    "NM002": DbErrorMapping("interne-fout", "Er ging iets mis in het NMC."),
-    "NM003": DbErrorMapping("interne-fout", "Er ging iets mis in het NMC."),
-    "NM004": DbErrorMapping("interne-fout", "Er ging iets mis in het NMC."),
-    "NM005": DbErrorMapping("niet-gevonden", "De gevraagde notificatie bestaat niet."),
-    "NM006": DbErrorMapping(
+    sqlstates.TRANSITION_NOT_ALLOWED: DbErrorMapping(
+        "conflict", "Deze statusovergang is niet toegestaan."
+    ),
+    sqlstates.EVENT_MISSING: DbErrorMapping("interne-fout", "Er ging iets mis in het NMC."),
+    sqlstates.VERSION_NOT_NEXT: DbErrorMapping("interne-fout", "Er ging iets mis in het NMC."),
+    sqlstates.EVENT_LOG_APPEND_ONLY: DbErrorMapping("interne-fout", "Er ging iets mis in het NMC."),
+    sqlstates.NOT_FOUND: DbErrorMapping("niet-gevonden", "De gevraagde notificatie bestaat niet."),
+    sqlstates.CANCEL_REFUSED: DbErrorMapping(
         "conflict",
         "Annuleren kan alleen zolang de notificatie de status aangenomen heeft.",
         status_from_detail=True,
     ),
-    "NM007": DbErrorMapping(
+    sqlstates.DVREF_CONFLICT: DbErrorMapping(
         "conflict",
         "Deze dvRef is al gebruikt voor een notificatie met een andere inhoud.",
     ),
-    "NM008": DbErrorMapping(
+    sqlstates.BERICHTTYPE_NOT_ALLOWED: DbErrorMapping(
         "ongeldige-invoer",
         "berichttype is niet toegestaan voor deze dienstverlener en regie",
         violation_field="berichtType",
     ),
-    "NM009": DbErrorMapping(
+    sqlstates.QUOTA_EXCEEDED: DbErrorMapping(
         "quotum-overschreden", "Het quotum is bereikt.", retry_after_from_detail=True
     ),
-    "NM010": DbErrorMapping("geen-toegang", "Deze dienstverlener is niet bekend bij het NMC."),
-    "NM011": DbErrorMapping("conflict", "De claim is verlopen en door een ander overgenomen."),
-    "NM012": DbErrorMapping("ongeldige-invoer", "De klok kan niet zo worden verzet."),
-    "NM013": DbErrorMapping("ongeldige-invoer", "De reden past niet bij de status."),
-    "NM014": DbErrorMapping(
+    sqlstates.UNKNOWN_DIENSTVERLENER: DbErrorMapping(
+        "geen-toegang", "Deze dienstverlener is niet bekend bij het NMC."
+    ),
+    sqlstates.STALE_CLAIM: DbErrorMapping(
+        "conflict", "De claim is verlopen en door een ander overgenomen."
+    ),
+    sqlstates.CLOCK_BACKWARDS: DbErrorMapping(
+        "ongeldige-invoer", "De klok kan niet zo worden verzet."
+    ),
+    sqlstates.REASON_MISMATCH: DbErrorMapping(
+        "ongeldige-invoer", "De reden past niet bij de status."
+    ),
+    sqlstates.GELDIG_TOT_OUT_OF_RANGE: DbErrorMapping(
         "ongeldige-invoer",
         "ligt niet binnen de geldigheid die voor dit berichttype is toegestaan",
         violation_field="geldigTot",
     ),
     # The feed.
-    "NM018": DbErrorMapping(
+    sqlstates.CURSOR_EXPIRED: DbErrorMapping(
         "cursor-vervallen",
         "De cursor is vervallen; begin opnieuw bij het oudste beschikbare event of bij een "
         "snapshot.",
     ),
-    "NM019": DbErrorMapping(
+    sqlstates.FEED_RATE_EXCEEDED: DbErrorMapping(
         "aanroeplimiet-overschreden",
         "Te veel aanroepen in korte tijd; probeer het later opnieuw.",
         retry_after_from_detail=True,
@@ -325,7 +336,9 @@ def base_uri_of(request: Request) -> str:
 # The server is going away or not there yet: a fast shutdown ends every session with 57P01,
 # a starting server refuses with 57P03, class 08 is a broken connection. None of these is a
 # fault of the request: like no connection at all, they are a 503 the caller may repeat.
-UNAVAILABLE_SQLSTATES = frozenset({"57P01", "57P02", "57P03"})
+UNAVAILABLE_SQLSTATES = frozenset(
+    {sqlstates.ADMIN_SHUTDOWN, sqlstates.CRASH_SHUTDOWN, sqlstates.CANNOT_CONNECT_NOW}
+)
 
 
 def database_unavailable(exc: BaseException) -> bool:
@@ -333,7 +346,11 @@ def database_unavailable(exc: BaseException) -> bool:
     if not isinstance(exc, psycopg.OperationalError):
         return False
     sqlstate = exc.sqlstate
-    return sqlstate is None or sqlstate.startswith("08") or sqlstate in UNAVAILABLE_SQLSTATES
+    return (
+        sqlstate is None
+        or sqlstate.startswith(sqlstates.CONNECTION_EXCEPTION_CLASS)
+        or sqlstate in UNAVAILABLE_SQLSTATES
+    )
 
 
 def problem_for(exc: BaseException) -> Problem:

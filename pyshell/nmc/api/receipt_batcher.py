@@ -17,6 +17,7 @@ count was written, so a flood of bad tokens costs one statement at a time, not o
 
 from typing import Any
 
+from nmc import sql_calls
 from nmc.api import db
 from nmc.group_commit import GroupCommit
 
@@ -56,7 +57,7 @@ class ReceiptBatcher:
 
     async def _store(self, receipts: list[dict[str, Any]]) -> list[str]:
         params = {name: [receipt.get(name) for receipt in receipts] for name in _COLUMNS}
-        rows = await db.call_all(self._pool, "store_receipts", params)
+        rows = await sql_calls.fetch_all(self._pool, "store_receipts", params)
         return [resultaat for _, resultaat in rows]
 
     async def count_refused(self) -> None:
@@ -65,5 +66,5 @@ class ReceiptBatcher:
         await self._refusals.submit(None)
 
     async def _count_refusals(self, refusals: list[None]) -> list[None]:
-        await db.call_one(self._pool, "count_refused_callback", {"aantal": len(refusals)})
+        await sql_calls.fetch_one(self._pool, "count_refused_callback", {"aantal": len(refusals)})
         return [None] * len(refusals)

@@ -23,7 +23,7 @@ from typing import Any
 import psycopg
 from psycopg_pool import AsyncConnectionPool
 
-from nmc.api import db
+from nmc import sql_calls
 from nmc.api.db import Pool
 from nmc.api.problems import database_unavailable
 from nmc.api.services import Services
@@ -71,9 +71,11 @@ async def read_feed_page(
     """The page of nmc.page_events (`cursor`: epoch, xid, event_id, uitgegeven_op)."""
     params = {"dv_id": dv_id, "limiet": limiet, **cursor}
     if services.replica is None:
-        row = await db.call_one(services.pool, "page_events", params)
+        row = await sql_calls.fetch_one(services.pool, "page_events", params)
     else:
-        await db.call_one(services.pool, "take_feed_aanroep_api", _without(params, "event_id"))
+        await sql_calls.fetch_one(
+            services.pool, "take_feed_aanroep_api", _without(params, "event_id")
+        )
         row = await _on_replica(services, "read_feed_pagina", params)
     return row[0] if row else None
 
@@ -82,9 +84,9 @@ async def read_snapshot_page(services: Services, dv_id: int, na: Any, limiet: in
     """The page of nmc.snapshot_notificaties."""
     params = {"dv_id": dv_id, "na": na, "limiet": limiet}
     if services.replica is None:
-        row = await db.call_one(services.pool, "snapshot_notificaties", params)
+        row = await sql_calls.fetch_one(services.pool, "snapshot_notificaties", params)
     else:
-        await db.call_one(
+        await sql_calls.fetch_one(
             services.pool,
             "take_feed_aanroep_api",
             {"dv_id": dv_id, "epoch": None, "xid": None, "uitgegeven_op": None},
@@ -96,29 +98,29 @@ async def read_snapshot_page(services: Services, dv_id: int, na: Any, limiet: in
 async def metrics_rows(services: Services) -> list[tuple[Any, ...]]:
     """nmc.metrics(), on the replica when there is one."""
     if services.replica is None:
-        return await db.call_all(services.pool, "api_metrics", {})
+        return await sql_calls.fetch_all(services.pool, "api_metrics", {})
     try:
-        return await db.call_all(services.replica, "api_metrics", {})
+        return await sql_calls.fetch_all(services.replica, "api_metrics", {})
     except psycopg.OperationalError as error:
         if not _replica_trouble(error):
             raise
         log.warning(
             "replica unavailable for /metrics (%s): read on the primary", type(error).__name__
         )
-        return await db.call_all(services.pool, "api_metrics", {})
+        return await sql_calls.fetch_all(services.pool, "api_metrics", {})
 
 
 async def _on_replica(services: Services, name: str, params: dict[str, Any]) -> Any:
     assert services.replica is not None  # noqa: S101 - only called with a replica
     try:
-        return await db.call_one(services.replica, name, params)
+        return await sql_calls.fetch_one(services.replica, name, params)
     except psycopg.OperationalError as error:
         if not _replica_trouble(error):
             raise
         log.warning(
             "replica unavailable (%s): the page is read on the primary", type(error).__name__
         )
-        return await db.call_one(services.pool, name, params)
+        return await sql_calls.fetch_one(services.pool, name, params)
 
 
 def _replica_trouble(error: psycopg.OperationalError) -> bool:

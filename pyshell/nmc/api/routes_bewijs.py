@@ -22,8 +22,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from nmc import sql_calls
 from nmc.afleverbewijs_signing import MEDIA_TYPE
-from nmc.api import db
 from nmc.api.middleware import trace_id_of
 from nmc.api.openapi import BASE_PATH
 from nmc.api.problems import internal_error, service_unavailable
@@ -49,7 +49,7 @@ async def afleverbewijs(request: Request) -> Response:
         raise service_unavailable(
             "Het NMC kan nu geen afleverbewijs ondertekenen; probeer het later opnieuw."
         )
-    row = await db.call_one(
+    row = await sql_calls.fetch_one(
         services.pool, "get_afleverbewijs", {"dv_id": dv.dv_id, "id": notificatie_id}
     )
     bewijs = row[0] if row else None
@@ -67,7 +67,7 @@ async def geschiedenis(request: Request) -> Response:
     notificatie_id = parse_notificatie_id(request.path_params["notificatieId"])
     query = parse_geschiedenis_query(request.query_params.multi_items())
     na_sequence, na_receipt = query["cursor"] or (0, 0)
-    row = await db.call_one(
+    row = await sql_calls.fetch_one(
         services.pool,
         "get_geschiedenis",
         {

@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from nmc.api import db
+from nmc import sql_calls
 from nmc.api.body import is_json_media_type, parse_json, read_body
 from nmc.api.openapi import BASE_PATH
 from nmc.api.problems import Problem, invalid_input, service_unavailable, unauthenticated
@@ -161,7 +161,7 @@ def _moment(value: Any, name: str, errors: list[Violation]) -> datetime | None:
 
 async def count_malformed(services: Services) -> None:
     try:
-        await db.call_one(services.pool, "count_malformed_receipt", {})
+        await sql_calls.fetch_one(services.pool, "count_malformed_receipt", {})
     except psycopg.Error as error:
         # The 400 stands either way: the payload is bad whether or not the count succeeds.
         log.error("malformed receipt not counted: %s", type(error).__name__)

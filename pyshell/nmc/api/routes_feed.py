@@ -18,7 +18,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from nmc.api import db, replica
+from nmc import sql_calls, sqlstates
+from nmc.api import replica
 from nmc.api.body import read_body, read_json
 from nmc.api.db import Dienstverlener
 from nmc.api.feed_query import (
@@ -117,7 +118,7 @@ async def bevestiging(request: Request) -> Response:
     dv = await caller(request)
     cursor = parse_bevestiging(await read_json(request, ACK_BODY_LIMIT))
     position = _position(services, dv, cursor, "cursor", "body")
-    row = await db.call_one(
+    row = await sql_calls.fetch_one(
         services.pool, "acknowledge_cursor", {"dv_id": dv.dv_id, **position.sql_params()}
     )
     resultaat = row[0] if row else None
@@ -179,9 +180,9 @@ async def webhook_hervatten(request: Request) -> Response:
     if await read_body(request, ACK_BODY_LIMIT):
         raise ValidationFailed([violation("", "dit verzoek heeft geen inhoud")])
     try:
-        await db.call_one(services.pool, "resume_webhook", {"dv_id": dv.dv_id})
+        await sql_calls.fetch_one(services.pool, "resume_webhook", {"dv_id": dv.dv_id})
     except psycopg.Error as error:
-        if error.sqlstate == "NM005":
+        if error.sqlstate == sqlstates.NOT_FOUND:
             raise not_found("Deze dienstverlener heeft geen webhook.") from None
         raise
     return Response(status_code=204)

@@ -25,7 +25,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from nmc.api import db, replica
+from nmc import sql_calls
+from nmc.api import replica
 from nmc.api.metrics import PROMETHEUS_MEDIA_TYPE, database_lines, render, streams_lines
 from nmc.api.openapi import BASE_PATH
 from nmc.api.services import services_of
@@ -60,7 +61,7 @@ async def ready(request: Request) -> Response:
     services = services_of(request)
     try:
         async with asyncio.timeout(READY_TIMEOUT_SECONDS):
-            row = await db.call_one(services.pool, "api_ready", {})
+            row = await sql_calls.fetch_one(services.pool, "api_ready", {})
     except (psycopg.Error, PoolTimeout, TimeoutError) as error:
         log.warning("readiness: database call failed (%s)", type(error).__name__)
         return JSONResponse({"status": "niet-gereed", "reden": "database"}, status_code=503)

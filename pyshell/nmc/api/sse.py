@@ -33,6 +33,7 @@ import psycopg
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from nmc import sqlstates
 from nmc.api.problems import Problem, rate_limited, service_unavailable
 from nmc.api.settings import SseSettings
 from nmc.cloudevents import to_cloudevent
@@ -167,7 +168,7 @@ class FeedStream:
             try:
                 page = await self.read_page(position)
             except psycopg.Error as error:
-                if error.sqlstate != "NM019":
+                if error.sqlstate != sqlstates.FEED_RATE_EXCEEDED:
                     return  # expired (NM018) or the database is gone: the client reconnects
                 page, retry_after = None, _retry_after(error)
             except Problem:

@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from nmc import sqlstates
 from nmc.api.auth_errors import JwksUnavailable, Unauthenticated
 from nmc.console.auth import (
     COOKIE,
@@ -75,11 +76,13 @@ LOGIN_REDENEN = {
     "afgemeld": "U bent afgemeld.",
 }
 REFUSALS = {
-    "NM020": "Alleen een mislukte taak kan heropend worden; deze is het niet (meer).",
-    "NM001": "Deze overgang is niet toegestaan vanuit de huidige status.",
-    "NM013": "Deze reden past niet bij de doelstatus.",
-    "NM005": "Niet gevonden, of de dienstverlener heeft geen webhook.",
-    "23514": "De toelichting is leeg of te lang.",
+    sqlstates.REOPEN_NOT_FAILED: (
+        "Alleen een mislukte taak kan heropend worden; deze is het niet (meer)."
+    ),
+    sqlstates.TRANSITION_NOT_ALLOWED: "Deze overgang is niet toegestaan vanuit de huidige status.",
+    sqlstates.REASON_MISMATCH: "Deze reden past niet bij de doelstatus.",
+    sqlstates.NOT_FOUND: "Niet gevonden, of de dienstverlener heeft geen webhook.",
+    sqlstates.CHECK_VIOLATION: "De toelichting is leeg of te lang.",
 }
 
 

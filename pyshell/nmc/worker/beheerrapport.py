@@ -28,6 +28,7 @@ from urllib.parse import unquote, urlsplit
 
 from nmc.adapters.http import Deferral
 from nmc.adapters.notifynl import Accepted
+from nmc.worker.claims import Taak
 from nmc.worker.context import Context, Failure, settle
 from nmc.worker.logs import event
 
@@ -40,29 +41,35 @@ class Beheerrapport:
     def __init__(self) -> None:
         self._ensured_at = float("-inf")
 
-    async def claim(self, ctx: Context, batch: int) -> list:
+    async def claim(self, ctx: Context, batch: int) -> list[Taak]:
         now = time.monotonic()
         if now - self._ensured_at >= ENSURE_EVERY_S:
-            gepland = await ctx.db.value("ensure_beheerrapporten")
+            gepland = await ctx.db.fetch_value("ensure_beheerrapporten")
             self._ensured_at = now
             if gepland:
                 event(logging.INFO, "beheerrapport-gepland", aantal=gepland)
-        return await ctx.db.rows("claim_taken", soort=SOORT, eigenaar=ctx.eigenaar, batch=batch)
+        return await ctx.db.fetch_all(
+            "claim_taken", {"soort": SOORT, "eigenaar": ctx.eigenaar, "batch": batch}, row_type=Taak
+        )
 
-    async def handle(self, ctx: Context, taak) -> str:
+    async def handle(self, ctx: Context, taak: Taak) -> str:
         return await settle(ctx, SOORT, taak.taak_id, taak.claim_epoch, _report(ctx, taak))
 
 
-async def _report(ctx: Context, taak) -> str:
-    [rapport] = await ctx.db.rows(
+async def _report(ctx: Context, taak: Taak) -> str:
+    [rapport] = await ctx.db.fetch_all(
         "begin_beheerrapport",
-        taak_id=taak.taak_id,
-        claim_epoch=taak.claim_epoch,
-        drempel=ctx.geen_contactgegevens_drempel,
+        {
+            "taak_id": taak.taak_id,
+            "claim_epoch": taak.claim_epoch,
+            "drempel": ctx.geen_contactgegevens_drempel,
+        },
     )
     if rapport.kanaal is None:
         # Deactivated, or no channel any more: no report (a new channel plans a new task).
-        await ctx.db.rows("finish_taak", taak_id=taak.taak_id, claim_epoch=taak.claim_epoch)
+        await ctx.db.fetch_all(
+            "finish_taak", {"taak_id": taak.taak_id, "claim_epoch": taak.claim_epoch}
+        )
         return "geen-kanaal"
     if rapport.afgerond:
         await _finish(ctx, taak, rapport, None)
@@ -82,7 +89,7 @@ async def _report(ctx: Context, taak) -> str:
     return await _finish(ctx, taak, rapport, "verzonden")
 
 
-async def _mail(ctx: Context, taak, rapport, inhoud: dict[str, Any]) -> str:
+async def _mail(ctx: Context, taak: Taak, rapport, inhoud: dict[str, Any]) -> str:
     if rapport.template_id is None:
         raise Deferral("beheerrapport-geen-template")
     if not rapport.budget:
@@ -122,14 +129,16 @@ async def _ldv(ctx: Context, rapport) -> dict[str, str]:
     return await ctx.ldv.register_verstrekking(secrets.token_hex(16), LDV_NAAM, rapport.dv_id, ids)
 
 
-async def _finish(ctx: Context, taak, rapport, uitkomst: str | None, notifynl_id=None) -> str:
-    result = await ctx.db.value(
+async def _finish(ctx: Context, taak: Taak, rapport, uitkomst: str | None, notifynl_id=None) -> str:
+    result = await ctx.db.fetch_value(
         "finish_beheerrapport",
-        taak_id=taak.taak_id,
-        claim_epoch=taak.claim_epoch,
-        rapport_id=rapport.rapport_id,
-        uitkomst=uitkomst,
-        notifynl_id=notifynl_id,
+        {
+            "taak_id": taak.taak_id,
+            "claim_epoch": taak.claim_epoch,
+            "rapport_id": rapport.rapport_id,
+            "uitkomst": uitkomst,
+            "notifynl_id": notifynl_id,
+        },
     )
     event(
         logging.INFO,

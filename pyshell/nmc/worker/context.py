@@ -22,6 +22,7 @@ from nmc.adapters.webhook import WebhookClient
 from nmc.api.settings import DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL
 from nmc.group_commit import Flush, GroupCommit
 from nmc.webhook_validatie import WebhookValidator
+from nmc.worker.claims import Ongeldigtaak, Verzendtaak
 from nmc.worker.db import Database, StaleClaim
 from nmc.worker.logs import event
 
@@ -72,15 +73,17 @@ class Context:
         return group
 
     async def _extend_leases(self, items: list[tuple[int, int]]) -> list:
-        rows = await self.db.rows(
+        rows = await self.db.fetch_all(
             "extend_leases",
-            taak_ids=[taak_id for taak_id, _ in items],
-            claim_epochs=[epoch for _, epoch in items],
+            {
+                "taak_ids": [taak_id for taak_id, _ in items],
+                "claim_epochs": [epoch for _, epoch in items],
+            },
         )
         return [row.lease_tot for row in rows]
 
 
-def open_sealed(ctx: Context, row) -> sealing.Opened:
+def open_sealed(ctx: Context, row: Verzendtaak) -> sealing.Opened:
     """Recipient and berichtgegevens of a claimed send; `Failure` when they cannot be read."""
     if row.sleutel_gewrapt is None:
         raise Failure("gewist")
@@ -96,7 +99,7 @@ def open_sealed(ctx: Context, row) -> sealing.Opened:
         raise Failure("decrypt") from None
 
 
-def open_recipient(ctx: Context, row) -> str:
+def open_recipient(ctx: Context, row: Ongeldigtaak) -> str:
     try:
         return sealing.open_recipient(
             row.notificatie_id,
@@ -162,7 +165,9 @@ async def _report(
     ctx: Context, query: str, soort: str, taak_id: int, claim_epoch: int, fout: str
 ) -> str:
     try:
-        return await ctx.db.value(query, taak_id=taak_id, claim_epoch=claim_epoch, fout=fout)
+        return await ctx.db.fetch_value(
+            query, {"taak_id": taak_id, "claim_epoch": claim_epoch, "fout": fout}
+        )
     except StaleClaim:
         event(logging.INFO, "taak-overgenomen", soort=soort, taak_id=taak_id, epoch=claim_epoch)
         return "overgenomen"

@@ -18,6 +18,7 @@ import time
 
 from nmc.kek_ring import UnknownKekError
 from nmc.sealing import DecryptionError, rewrap
+from nmc.worker.claims import Taak
 from nmc.worker.context import Context, settle
 from nmc.worker.logs import event
 
@@ -35,22 +36,26 @@ class Onderhoud:
         """Run the maintenance jobs that are due; returns how many ran."""
         now = time.monotonic()
         if now - self._ensured_at >= ENSURE_EVERY_S:
-            gepland = await ctx.db.value("ensure_onderhoud", kek_actief=ctx.ring.active_id)
+            gepland = await ctx.db.fetch_value(
+                "ensure_onderhoud", {"kek_actief": ctx.ring.active_id}
+            )
             self._ensured_at = now
             if gepland:
                 event(logging.INFO, "onderhoud-gepland", aantal=gepland)
-        claimed = await ctx.db.rows("claim_taken", soort=SOORT, eigenaar=ctx.eigenaar, batch=batch)
+        claimed = await ctx.db.fetch_all(
+            "claim_taken", {"soort": SOORT, "eigenaar": ctx.eigenaar, "batch": batch}, row_type=Taak
+        )
         for taak in claimed:
             await settle(ctx, SOORT, taak.taak_id, taak.claim_epoch, _run(ctx, taak))
         return len(claimed)
 
 
-async def _run(ctx: Context, taak) -> str:
+async def _run(ctx: Context, taak: Taak) -> str:
     werk = (taak.payload or {}).get("werk")
     if werk == "herwrappen":
         return await _herwrap(ctx, taak)
-    uitkomst = await ctx.db.value(
-        "run_onderhoud", taak_id=taak.taak_id, claim_epoch=taak.claim_epoch
+    uitkomst = await ctx.db.fetch_value(
+        "run_onderhoud", {"taak_id": taak.taak_id, "claim_epoch": taak.claim_epoch}
     )
     gedaan = {k: v for k, v in uitkomst.items() if k not in ("werk", "meer") and v}
     if gedaan:  # only runs that changed something: names and counts, nothing personal
@@ -58,13 +63,15 @@ async def _run(ctx: Context, taak) -> str:
     return str(werk)
 
 
-async def _herwrap(ctx: Context, taak) -> str:
-    listed = await ctx.db.rows(
+async def _herwrap(ctx: Context, taak: Taak) -> str:
+    listed = await ctx.db.fetch_all(
         "list_herwrap",
-        taak_id=taak.taak_id,
-        claim_epoch=taak.claim_epoch,
-        kek_actief=ctx.ring.active_id,
-        batch=HERWRAP_BATCH,
+        {
+            "taak_id": taak.taak_id,
+            "claim_epoch": taak.claim_epoch,
+            "kek_actief": ctx.ring.active_id,
+            "batch": HERWRAP_BATCH,
+        },
     )
     ids, old_keks, keys = [], [], []
     niet_te_openen = 0
@@ -79,16 +86,18 @@ async def _herwrap(ctx: Context, taak) -> str:
         old_keks.append(row.kek_id)
         keys.append(new_key)
     full = len(listed) >= HERWRAP_BATCH
-    opgeslagen = await ctx.db.value(
+    opgeslagen = await ctx.db.fetch_value(
         "finish_herwrap",
-        taak_id=taak.taak_id,
-        claim_epoch=taak.claim_epoch,
-        ids=ids,
-        oude_kek=old_keks,
-        sleutels=keys,
-        naar_kek=ctx.ring.active_id,
-        na_kek=listed[-1].kek_id if full else None,
-        na_id=listed[-1].notificatie_id if full else None,
+        {
+            "taak_id": taak.taak_id,
+            "claim_epoch": taak.claim_epoch,
+            "ids": ids,
+            "oude_kek": old_keks,
+            "sleutels": keys,
+            "naar_kek": ctx.ring.active_id,
+            "na_kek": listed[-1].kek_id if full else None,
+            "na_id": listed[-1].notificatie_id if full else None,
+        },
     )
     if listed:
         event(

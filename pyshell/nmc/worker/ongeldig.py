@@ -7,20 +7,23 @@ Erased data (no wrapped key) or no contactgegeven id: nothing to report, the tas
 
 from nmc.adapters import ldv
 from nmc.adapters.profielservice import split_identificatie
+from nmc.worker.claims import Ongeldigtaak
 from nmc.worker.context import Context, Failure, open_recipient, settle
 
 SOORT = "ongeldig-melden"
 
 
-async def claim(ctx: Context, batch: int) -> list:
-    return await ctx.db.rows("claim_ongeldig_melden", eigenaar=ctx.eigenaar, batch=batch)
+async def claim(ctx: Context, batch: int) -> list[Ongeldigtaak]:
+    return await ctx.db.fetch_all(
+        "claim_ongeldig_melden", {"eigenaar": ctx.eigenaar, "batch": batch}, row_type=Ongeldigtaak
+    )
 
 
-async def handle(ctx: Context, taak) -> str:
+async def handle(ctx: Context, taak: Ongeldigtaak) -> str:
     return await settle(ctx, SOORT, taak.taak_id, taak.claim_epoch, _report(ctx, taak))
 
 
-async def _report(ctx: Context, taak) -> str:
+async def _report(ctx: Context, taak: Ongeldigtaak) -> str:
     if taak.sleutel_gewrapt is None or taak.contactgegeven_id is None:
         return await _finish(ctx, taak, "niets-te-melden")
     if ctx.profielservice is None:
@@ -42,6 +45,8 @@ async def _report(ctx: Context, taak) -> str:
     return await _finish(ctx, taak, "gemeld" if gemeld else "verdwenen")
 
 
-async def _finish(ctx: Context, taak, uitkomst: str) -> str:
-    await ctx.db.rows("finish_taak", taak_id=taak.taak_id, claim_epoch=taak.claim_epoch)
+async def _finish(ctx: Context, taak: Ongeldigtaak, uitkomst: str) -> str:
+    await ctx.db.fetch_all(
+        "finish_taak", {"taak_id": taak.taak_id, "claim_epoch": taak.claim_epoch}
+    )
     return uitkomst

@@ -113,7 +113,7 @@ class OpsListener:
         rows = None
         try:
             async with asyncio.timeout(DATABASE_TIMEOUT_S * 2):
-                rows = await self._db.rows("worker_metrics")
+                rows = await self._db.fetch_all("worker_metrics")
         except (psycopg.Error, PoolTimeout, TimeoutError) as error:
             event(logging.WARNING, "metrics-database-fout", fout=type(error).__name__)
         body = render(database_lines(rows, self._drempel), self._metrics.lines())
@@ -125,7 +125,7 @@ class OpsListener:
     async def _ready(self) -> Answer:
         try:
             async with asyncio.timeout(DATABASE_TIMEOUT_S):
-                gereed = await self._db.value("worker_ready")
+                gereed = await self._db.fetch_value("worker_ready")
         except (psycopg.Error, PoolTimeout, TimeoutError) as error:
             event(logging.WARNING, "gereedheid-database-fout", fout=type(error).__name__)
             return _json(503, {"status": "niet-gereed", "reden": "database"})

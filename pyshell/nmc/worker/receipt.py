@@ -8,4 +8,4 @@ SOORT = "receipt"
 
 async def process(ctx: Context, batch: int) -> int:
     """How many receipt tasks were handled (a full batch means: call again at once)."""
-    return await ctx.db.value("process_receipts", batch=batch)
+    return await ctx.db.fetch_value("process_receipts", {"batch": batch})

@@ -34,6 +34,7 @@ import secrets
 import time
 
 from nmc.adapters.http import Deferral
+from nmc.worker.claims import Terugkoppeltaak
 from nmc.worker.context import Context, Failure, settle
 from nmc.worker.logs import event
 
@@ -46,22 +47,28 @@ class Terugkoppelen:
     def __init__(self) -> None:
         self._ensured_at = float("-inf")
 
-    async def claim(self, ctx: Context, batch: int) -> list:
+    async def claim(self, ctx: Context, batch: int) -> list[Terugkoppeltaak]:
         now = time.monotonic()
         if now - self._ensured_at >= ENSURE_EVERY_S:
-            gepland = await ctx.db.value("ensure_terugkoppelen")
+            gepland = await ctx.db.fetch_value("ensure_terugkoppelen")
             self._ensured_at = now
             if gepland:
                 event(logging.INFO, "terugkoppelen-gepland", aantal=gepland)
-        return await ctx.db.rows("claim_terugkoppelen", eigenaar=ctx.eigenaar, batch=batch)
+        return await ctx.db.fetch_all(
+            "claim_terugkoppelen",
+            {"eigenaar": ctx.eigenaar, "batch": batch},
+            row_type=Terugkoppeltaak,
+        )
 
-    async def handle(self, ctx: Context, taak) -> str:
+    async def handle(self, ctx: Context, taak: Terugkoppeltaak) -> str:
         return await settle(ctx, SOORT, taak.taak_id, taak.claim_epoch, _deliver(ctx, taak))
 
 
-async def _deliver(ctx: Context, taak) -> str:
+async def _deliver(ctx: Context, taak: Terugkoppeltaak) -> str:
     if taak.webhook_url is None:
-        await ctx.db.rows("finish_taak", taak_id=taak.taak_id, claim_epoch=taak.claim_epoch)
+        await ctx.db.fetch_all(
+            "finish_taak", {"taak_id": taak.taak_id, "claim_epoch": taak.claim_epoch}
+        )
         return "geen-webhook"
     if ctx.webhook is None:
         raise Failure("webhook-niet-ingesteld")
@@ -89,30 +96,34 @@ async def _deliver(ctx: Context, taak) -> str:
     return await _finish(ctx, taak, levering.uitkomst, None, None)
 
 
-async def _finish(ctx: Context, taak, uitkomst: str, xid, event_id) -> str:
-    return await ctx.db.value(
+async def _finish(ctx: Context, taak: Terugkoppeltaak, uitkomst: str, xid, event_id) -> str:
+    return await ctx.db.fetch_value(
         "finish_terugkoppelen",
-        taak_id=taak.taak_id,
-        claim_epoch=taak.claim_epoch,
-        uitkomst=uitkomst,
-        xid=xid,
-        event_id=event_id,
-        epoch=taak.epoch,
+        {
+            "taak_id": taak.taak_id,
+            "claim_epoch": taak.claim_epoch,
+            "uitkomst": uitkomst,
+            "xid": xid,
+            "event_id": event_id,
+            "epoch": taak.epoch,
+        },
     )
 
 
-async def _validate(ctx: Context, taak) -> str:
+async def _validate(ctx: Context, taak: Terugkoppeltaak) -> str:
     """Validate the task's URL and record it; the task waits for its next round either way."""
     if ctx.webhook_validator is None:
         raise Failure("webhook-validatie-niet-ingesteld")
     await ctx.extend_lease(taak.taak_id, taak.claim_epoch)
     validatie = await ctx.webhook_validator.validate(taak.webhook_url)
-    gevalideerd = await ctx.db.value(
+    gevalideerd = await ctx.db.fetch_value(
         "record_webhookvalidatie",
-        dv_id=taak.dv_id,
-        url=taak.webhook_url,
-        uitkomst=validatie.uitkomst,
-        detail=validatie.detail,
+        {
+            "dv_id": taak.dv_id,
+            "url": taak.webhook_url,
+            "uitkomst": validatie.uitkomst,
+            "detail": validatie.detail,
+        },
     )
     event(
         logging.INFO if gevalideerd else logging.WARNING,
@@ -125,5 +136,7 @@ async def _validate(ctx: Context, taak) -> str:
     if not gevalideerd:
         raise Deferral(f"webhook-{validatie.uitkomst}")
     # Validated: the batch is read by the next claim, a moment from now.
-    await ctx.db.value("defer_taak", taak_id=taak.taak_id, claim_epoch=taak.claim_epoch, fout=None)
+    await ctx.db.fetch_value(
+        "defer_taak", {"taak_id": taak.taak_id, "claim_epoch": taak.claim_epoch, "fout": None}
+    )
     return "gevalideerd"

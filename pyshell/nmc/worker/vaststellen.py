@@ -8,4 +8,4 @@ SOORT = "vaststellen"
 
 async def process(ctx: Context, batch: int) -> int:
     """How many notificaties were settled (tasks closed without a transition not counted)."""
-    return await ctx.db.value("process_vaststellingen", batch=batch)
+    return await ctx.db.fetch_value("process_vaststellingen", {"batch": batch})

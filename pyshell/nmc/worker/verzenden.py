@@ -18,25 +18,34 @@ import logging
 
 import psycopg
 
+from nmc import sqlstates
 from nmc.adapters import ldv
 from nmc.adapters.notifynl import Accepted
 from nmc.adapters.profielservice import split_identificatie
+from nmc.worker.claims import Verzendtaak
 from nmc.worker.context import Context, Failure, open_sealed, settle
 from nmc.worker.db import StaleClaim
 from nmc.worker.logs import event
 
 SOORT = "verzenden"
+# A database that could not answer (connection broken, shutting down, statement cancelled).
+_CANNOT_ANSWER_CLASSES = (
+    sqlstates.CONNECTION_EXCEPTION_CLASS,
+    sqlstates.OPERATOR_INTERVENTION_CLASS,
+)
 
 
-async def claim(ctx: Context, batch: int) -> list:
-    return await ctx.db.rows("claim_verzenden", eigenaar=ctx.eigenaar, batch=batch)
+async def claim(ctx: Context, batch: int) -> list[Verzendtaak]:
+    return await ctx.db.fetch_all(
+        "claim_verzenden", {"eigenaar": ctx.eigenaar, "batch": batch}, row_type=Verzendtaak
+    )
 
 
-async def handle(ctx: Context, taak) -> str:
+async def handle(ctx: Context, taak: Verzendtaak) -> str:
     return await settle(ctx, SOORT, taak.taak_id, taak.claim_epoch, _send(ctx, taak))
 
 
-async def _send(ctx: Context, taak) -> str:
+async def _send(ctx: Context, taak: Verzendtaak) -> str:
     ctx.notifynl.require_key(taak.notify_service)  # no key for its service: defer
     opened = open_sealed(ctx, taak)
     if taak.regie == "centraal":
@@ -109,7 +118,7 @@ async def _send(ctx: Context, taak) -> str:
     return await _finish(ctx, taak, "ongeldig-adres", None, contactgegeven_id)
 
 
-async def _record_contactgegeven(ctx: Context, taak, contactgegeven_id) -> None:
+async def _record_contactgegeven(ctx: Context, taak: Verzendtaak, contactgegeven_id) -> None:
     """The lease extension before a centraal send, which also records on the attempt the
     contactgegeven the e-mail goes to: a commit that recovers a send whose own commit was
     lost (a re-claim that finds it by reference, a receipt that takes over the NotifyNL id)
@@ -122,16 +131,20 @@ async def _record_contactgegeven(ctx: Context, taak, contactgegeven_id) -> None:
 
 
 async def _record_contactgegevens(ctx: Context, items: list[tuple]) -> list:
-    rows = await ctx.db.rows(
+    rows = await ctx.db.fetch_all(
         "record_contactgegevens",
-        taak_ids=[item[0] for item in items],
-        claim_epochs=[item[1] for item in items],
-        contactgegeven_ids=[item[2] for item in items],
+        {
+            "taak_ids": [item[0] for item in items],
+            "claim_epochs": [item[1] for item in items],
+            "contactgegeven_ids": [item[2] for item in items],
+        },
     )
     return [row.lease_tot for row in rows]
 
 
-async def _finish(ctx: Context, taak, uitkomst: str, notifynl_id=None, contactgegeven_id=None):
+async def _finish(
+    ctx: Context, taak: Verzendtaak, uitkomst: str, notifynl_id=None, contactgegeven_id=None
+):
     # One commit in flight: outcomes arrive spread out (as NotifyNL answers), so the ones
     # that wait for the running commit make the next batch larger.
     group = ctx.group_commit(
@@ -144,19 +157,21 @@ async def _finish(ctx: Context, taak, uitkomst: str, notifynl_id=None, contactge
 async def _finish_batch(ctx: Context, items: list[tuple]) -> list:
     """One nmc.finish_verzenden_batch call; per item its status or its own exception."""
     try:
-        rows = await ctx.db.rows(
+        rows = await ctx.db.fetch_all(
             "finish_verzenden_batch",
-            taak_ids=[item[0] for item in items],
-            claim_epochs=[item[1] for item in items],
-            uitkomsten=[item[2] for item in items],
-            notifynl_ids=[item[3] for item in items],
-            contactgegeven_ids=[item[4] for item in items],
+            {
+                "taak_ids": [item[0] for item in items],
+                "claim_epochs": [item[1] for item in items],
+                "uitkomsten": [item[2] for item in items],
+                "notifynl_ids": [item[3] for item in items],
+                "contactgegeven_ids": [item[4] for item in items],
+            },
         )
     except psycopg.Error as error:
         # The database refused the call as a whole (a constraint, a bug): find the item by
         # committing one by one. Not when it could not answer (connection, shutdown): every
         # item would wait for the same failure; their leases run out and they are re-claimed.
-        if len(items) == 1 or not error.sqlstate or error.sqlstate[:2] in ("08", "57"):
+        if len(items) == 1 or not error.sqlstate or error.sqlstate[:2] in _CANNOT_ANSWER_CLASSES:
             raise
         return [await _finish_one(ctx, item) for item in items]
     return [_result(row) for row in rows]
@@ -172,7 +187,7 @@ async def _finish_one(ctx: Context, item: tuple) -> object:
 def _result(row) -> object:
     if row.fout is None:
         return row.status
-    if row.fout == "NM011":
+    if row.fout == sqlstates.STALE_CLAIM:
         return StaleClaim()
     # Refused by the SQL (an outcome the notification no longer allows, …): a failure
     # inside the NMC, counted on the task; the SQLSTATE is the error class.

@@ -8,4 +8,4 @@ SOORT = "wissen"
 
 async def process(ctx: Context, batch: int) -> int:
     """How many notifications were erased."""
-    return await ctx.db.value("process_wissen", batch=batch)
+    return await ctx.db.fetch_value("process_wissen", {"batch": batch})
