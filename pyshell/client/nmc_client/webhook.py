@@ -65,6 +65,15 @@ class JwksUnavailable(NmcClientError):
 
 
 class JwksCache:
+    """The NMC's JWKS by kid, fetched with the client's own httpx client (its TLS, proxies and
+    timeouts), held `max_age`, fetched again for an unknown kid at most every
+    `min_refetch_interval`, and kept when a refresh fails.
+
+    Why not PyJWT's PyJWKClient (benchmarks/bench_jwks.py): it fetches with urllib (not the
+    DV's client), and once its cache has aged an unreachable JWKS fails every verification
+    with a fetch per call, where this cache keeps the keys it had and tries once per interval.
+    """
+
     def __init__(
         self,
         url: str,

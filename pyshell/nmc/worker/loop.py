@@ -57,6 +57,11 @@ from nmc.worker.ops_http import OpsListener
 
 SHUTDOWN_GRACE_S = 110.0  # below the default 2-minute lease: held work ends before it lapses
 
+# The outbound HTTP client every adapter calls through: its transport (made from the
+# worker's limits) and its client class (benchmarks/bench_transport.py swaps them).
+outbound_transport = AsyncioTransport
+OutboundClient = LeanAsyncClient
+
 
 @dataclass(frozen=True)
 class Kind:
@@ -146,8 +151,8 @@ class Worker:
                 "ldv": config.ldv_url,
             }
         )
-        transport = MeasuredTransport(AsyncioTransport(limits=limits), metrics, targets)
-        async with LeanAsyncClient(
+        transport = MeasuredTransport(outbound_transport(limits=limits), metrics, targets)
+        async with OutboundClient(
             timeout=httpx.Timeout(config.http_timeout), transport=transport
         ) as client:
             db = await Database.open(config.database_url, pool_size, config.prepare_threshold)
