@@ -171,9 +171,16 @@ def soak_command(args: argparse.Namespace, settings: Settings) -> int:
             tty=sys.stdout.isatty() and not args.no_tty,
         )
         return run_year(settings, year)
-    from nmc_dev.soak.run import Options, run
+    from nmc_dev.soak.run import run
 
-    options = Options(
+    return run(settings, _run_options(args))
+
+
+def _run_options(args: argparse.Namespace):
+    """The soak's run options, which the drills share (the same workload and phases)."""
+    from nmc_dev.soak.run import Options
+
+    return Options(
         count=args.count,
         workers=args.workers,
         submit_seconds=args.submit_seconds,
@@ -181,7 +188,6 @@ def soak_command(args: argparse.Namespace, settings: Settings) -> int:
         seed=args.seed,
         tty=sys.stdout.isatty() and not args.no_tty,
     )
-    return run(settings, options)
 
 
 def _add_soak_command(commands: argparse._SubParsersAction, _command) -> None:
@@ -230,16 +236,7 @@ def _add_soak_command(commands: argparse._SubParsersAction, _command) -> None:
 
 
 def drill_command(args: argparse.Namespace, settings: Settings) -> int:
-    from nmc_dev.soak.run import Options
-
-    options = Options(
-        count=args.count,
-        workers=args.workers,
-        submit_seconds=args.submit_seconds,
-        phase_timeout_s=args.phase_timeout,
-        seed=args.seed,
-        tty=sys.stdout.isatty() and not args.no_tty,
-    )
+    options = _run_options(args)
     if args.mode == "restore":
         from nmc_dev.drill.restore import run as run_restore
 
