@@ -513,6 +513,30 @@ def confirm(
                   **context)  # fmt: skip
 
 
+async def confirmed(
+    request: Request,
+    operator: Operator,
+    context: dict[str, Any],
+    name: str,
+    params: dict[str, Any],
+    done: str,
+) -> Response:
+    """What every action does once its page is known: the confirmation page on GET; on POST a
+    required explanation, the SQL call `name` with it and the operator (a refusal shows the
+    page again with 409), then back to `done`."""
+    if request.method == "GET":
+        return confirm(request, operator, **context)
+    toelichting = toelichting_of(request.state.form)
+    if toelichting is None:
+        return confirm(request, operator, 400, fout="Een toelichting is verplicht.", **context)
+    refused = await perform(
+        request, operator, name, {**params, "toelichting": toelichting, "door": operator.door}
+    )
+    if refused:
+        return confirm(request, operator, 409, fout=refused, **context)
+    return RedirectResponse(done, status_code=303)
+
+
 @page(act=True)
 async def heropenen(request: Request, operator: Operator) -> Response:
     taak_id = request.path_params["taak_id"]
@@ -528,18 +552,10 @@ async def heropenen(request: Request, operator: Operator) -> Response:
         "knop": "Heropenen",
         "terug": f"/taken/{taak_id}",
     }
-    if request.method == "GET":
-        return confirm(request, operator, **context)
-    toelichting = toelichting_of(request.state.form)
-    if toelichting is None:
-        return confirm(request, operator, 400, fout="Een toelichting is verplicht.", **context)
-    refused = await perform(
-        request, operator, "console_reopen_taak",
-        {"taak_id": taak_id, "toelichting": toelichting, "door": operator.door},
+    return await confirmed(
+        request, operator, context, "console_reopen_taak", {"taak_id": taak_id},
+        f"/taken/{taak_id}?gedaan=heropend",
     )  # fmt: skip
-    if refused:
-        return confirm(request, operator, 409, fout=refused, **context)
-    return RedirectResponse(f"/taken/{taak_id}?gedaan=heropend", status_code=303)
 
 
 def _taak_feiten(row: dict) -> list[tuple[str, Any]]:
@@ -594,17 +610,11 @@ async def forceren(request: Request, operator: Operator) -> Response:
     reden = form.get("reden") or None
     if (reden is None) != (not allowed[naar]) or (reden and reden not in allowed[naar]):
         return confirm(request, operator, 400, fout="Kies een reden die past.", **context)
-    toelichting = toelichting_of(form)
-    if toelichting is None:
-        return confirm(request, operator, 400, fout="Een toelichting is verplicht.", **context)
-    refused = await perform(
-        request, operator, "console_force_transition",
-        {"notificatie_id": n["id"], "naar": naar, "reden": reden, "toelichting": toelichting,
-         "door": operator.door},
+    return await confirmed(
+        request, operator, context, "console_force_transition",
+        {"notificatie_id": n["id"], "naar": naar, "reden": reden},
+        f"/notificaties/{n['id']}?gedaan=geforceerd",
     )  # fmt: skip
-    if refused:
-        return confirm(request, operator, 409, fout=refused, **context)
-    return RedirectResponse(f"/notificaties/{n['id']}?gedaan=geforceerd", status_code=303)
 
 
 @page(act=True)
@@ -630,18 +640,10 @@ async def hervatten(request: Request, operator: Operator) -> Response:
         "knop": "Hervatten",
         "terug": "/webhooks",
     }
-    if request.method == "GET":
-        return confirm(request, operator, **context)
-    toelichting = toelichting_of(request.state.form)
-    if toelichting is None:
-        return confirm(request, operator, 400, fout="Een toelichting is verplicht.", **context)
-    refused = await perform(
-        request, operator, "console_resume_webhook",
-        {"dv_id": dv_id, "toelichting": toelichting, "door": operator.door},
+    return await confirmed(
+        request, operator, context, "console_resume_webhook", {"dv_id": dv_id},
+        "/webhooks?" + urlencode({"gedaan": "hervat"}),
     )  # fmt: skip
-    if refused:
-        return confirm(request, operator, 409, fout=refused, **context)
-    return RedirectResponse("/webhooks?" + urlencode({"gedaan": "hervat"}), status_code=303)
 
 
 def routes() -> list[Route]:

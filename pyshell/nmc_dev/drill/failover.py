@@ -40,7 +40,7 @@ from nmc.admin import onboarding as admin
 from nmc.config import Settings
 from nmc.database import connect, with_overrides
 from nmc.errors import NmcError
-from nmc_dev.demo.display import Display, table
+from nmc_dev.demo.display import Display
 from nmc_dev.drill.clusters import Node, ReplicaSet, lsn_number
 from nmc_dev.pg_binaries import server_bindir
 from nmc_dev.queries import QUERIES
@@ -461,14 +461,7 @@ class FailoverDrill(Soak):
             ),
         ]  # fmt: skip
         out.write("".join(f"  {line}\n" for line in lines) + "\n")
-        rows = [(v.name, v.figure, "ok" if v.ok else f"VIOLATED ({v.count})") for v in verdicts]
-        out.write(table(("check", "figure", "result"), rows) + "\n")
-        for verdict in verdicts:
-            for example in verdict.examples:
-                out.write(f"    {verdict.name}: {example}\n")
-        failed = sum(1 for v in verdicts if not v.ok)
-        out.write(f"\n{'every check passed' if not failed else f'{failed} checks VIOLATED'}\n")
-        out.flush()
+        checks.write_verdicts(out, verdicts)
 
     def _unavailability(self) -> float | None:
         """The longest stretch without an intake 202 from the last one before the kill on:

@@ -29,7 +29,7 @@ from nmc.config import Settings
 from nmc.database import connect
 from nmc.errors import NmcError
 from nmc_client import CursorExpired, FeedReader, MemoryCursorStore, NmcClient, StatusChange
-from nmc_dev.demo.display import Display, table
+from nmc_dev.demo.display import Display
 from nmc_dev.drill.clusters import ReplicaSet
 from nmc_dev.drill.failover import DATABASE, FailoverDrill, RecordingConsumer, multi_host_url
 from nmc_dev.pg_binaries import server_bindir
@@ -353,11 +353,4 @@ class RestoreDrill(FailoverDrill):
             "accepted after T: gone, to be resubmitted)",
         ]
         out.write("".join(f"  {line}\n" for line in lines) + "\n")
-        rows = [(v.name, v.figure, "ok" if v.ok else f"VIOLATED ({v.count})") for v in verdicts]
-        out.write(table(("check", "figure", "result"), rows) + "\n")
-        for verdict in verdicts:
-            for example in verdict.examples:
-                out.write(f"    {verdict.name}: {example}\n")
-        failed = sum(1 for v in verdicts if not v.ok)
-        out.write(f"\n{'every check passed' if not failed else f'{failed} checks VIOLATED'}\n")
-        out.flush()
+        checks.write_verdicts(out, verdicts)

@@ -8,8 +8,9 @@ so that a test can hand them a crafted violation and see each one fail.
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TextIO
 
+from nmc_dev.demo.display import table
 from nmc_dev.soak.evidence import EventRow, NotificatieRow, SendLog
 from nmc_dev.soak.privacy import Finding
 
@@ -330,6 +331,19 @@ def processes(unexpected_exits: Iterable[str], restart_failures: int) -> Verdict
         verdict.violation(exit_)
     verdict.figure = f"{restart_failures} failed restarts (tried again)"
     return verdict
+
+
+def write_verdicts(out: TextIO, verdicts: list[Verdict]) -> None:
+    """The checks' table, each violation's examples, and the one-line outcome (the soak's, the
+    drills' and the year's report end alike)."""
+    rows = [(v.name, v.figure, "ok" if v.ok else f"VIOLATED ({v.count})") for v in verdicts]
+    out.write(table(("check", "figure", "result"), rows) + "\n")
+    for verdict in verdicts:
+        for example in verdict.examples:
+            out.write(f"    {verdict.name}: {example}\n")
+    failed = sum(1 for v in verdicts if not v.ok)
+    out.write(f"\n{'every check passed' if not failed else f'{failed} checks VIOLATED'}\n")
+    out.flush()
 
 
 def exit_code(verdicts: Iterable[Verdict]) -> int:

@@ -472,15 +472,7 @@ class Soak:
             "cut off by a SIGKILL",
         ]  # fmt: skip
         out.write("".join(f"  {line}\n" for line in lines) + "\n")
-        check_rows = [(v.name, v.figure, "ok" if v.ok else f"VIOLATED ({v.count})")
-                      for v in verdicts]  # fmt: skip
-        out.write(table(("check", "figure", "result"), check_rows) + "\n")
-        for verdict in verdicts:
-            for example in verdict.examples:
-                out.write(f"    {verdict.name}: {example}\n")
-        failed = sum(1 for v in verdicts if not v.ok)
-        out.write(f"\n{'every check passed' if not failed else f'{failed} checks VIOLATED'}\n")
-        out.flush()
+        checks.write_verdicts(out, verdicts)
 
     def _per_scenario(self, database) -> list[tuple[str, str, str]]:
         assert self.work and self.intake  # noqa: S101

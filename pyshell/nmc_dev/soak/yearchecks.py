@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from nmc_dev.soak.checks import EXAMPLES, TERMINAL, Verdict
+from nmc_dev.soak.checks import EXAMPLES, TERMINAL, Verdict, write_verdicts
 from nmc_dev.soak.privacy import Finding
 
 DAY = timedelta(days=1)
@@ -600,14 +600,7 @@ def print_summary(display, ev: YearEvidence, schedule, options, verdicts: list[V
                       f"{_mean(last_steps):.2f}"))  # fmt: skip
     if lines:
         out.write(table(("figure", "first month", "last month"), lines, right=(1, 2)) + "\n\n")
-    check_rows = [(v.name, v.figure, "ok" if v.ok else f"VIOLATED ({v.count})") for v in verdicts]
-    out.write(table(("check", "figure", "result"), check_rows) + "\n")
-    for verdict in verdicts:
-        for example in verdict.examples:
-            out.write(f"    {verdict.name}: {example}\n")
-    failed = sum(1 for v in verdicts if not v.ok)
-    out.write(f"\n{'every check passed' if not failed else f'{failed} checks VIOLATED'}\n")
-    out.flush()
+    write_verdicts(out, verdicts)
 
 
 def _mb(size: int) -> str:
