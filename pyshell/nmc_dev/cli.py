@@ -190,22 +190,29 @@ def _run_options(args: argparse.Namespace):
     )
 
 
+def _add_run_arguments(parser: argparse.ArgumentParser, *, count: int, workers: int, seed: str):
+    """The arguments _run_options reads, shared by the soak and the drills."""
+    parser.add_argument("--count", type=int, default=count, help=f"notifications ({count})")
+    parser.add_argument(
+        "--workers", type=int, default=workers, help=f"worker processes ({workers})"
+    )
+    parser.add_argument(
+        "--submit-seconds", type=float, default=20.0,
+        help="spread the intake over at least this many seconds (20)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--phase-timeout", type=float, help="seconds a phase may take (120 + count/40)"
+    )
+    parser.add_argument("--seed", type=int, help=f"seed of {seed}")
+    parser.add_argument("--no-tty", action="store_true", help="a progress line every few seconds")
+
+
 def _add_soak_command(commands: argparse._SubParsersAction, _command) -> None:
     soak = _command(
         commands, "soak", soak_command,
         "send N notifications through a local NMC under chaos, then check every promise",
     )  # fmt: skip
-    soak.add_argument("--count", type=int, default=20_000, help="notifications (20000)")
-    soak.add_argument("--workers", type=int, default=3, help="worker processes (3)")
-    soak.add_argument(
-        "--submit-seconds", type=float, default=20.0,
-        help="spread the intake over at least this many seconds (20)",
-    )  # fmt: skip
-    soak.add_argument(
-        "--phase-timeout", type=float, help="seconds a phase may take (120 + count/40)"
-    )
-    soak.add_argument("--seed", type=int, help="seed of the workload and the chaos dice")
-    soak.add_argument("--no-tty", action="store_true", help="a progress line every few seconds")
+    _add_run_arguments(soak, count=20_000, workers=3, seed="the workload and the chaos dice")
     year = soak.add_argument_group(
         "the year run (--year)",
         "a simulated year of traffic in the shipped shape (the workers as docker-compose.yml "
@@ -253,17 +260,7 @@ def _add_drill_command(commands: argparse._SubParsersAction, _command) -> None:
         "(failover), or restore a base backup to a point in time (restore), then check",
     )  # fmt: skip
     drill.add_argument("mode", choices=("failover", "restore"))
-    drill.add_argument("--count", type=int, default=2000, help="notifications (2000)")
-    drill.add_argument("--workers", type=int, default=2, help="worker processes (2)")
-    drill.add_argument(
-        "--submit-seconds", type=float, default=20.0,
-        help="spread the intake over at least this many seconds (20)",
-    )  # fmt: skip
-    drill.add_argument(
-        "--phase-timeout", type=float, help="seconds a phase may take (120 + count/40)"
-    )
-    drill.add_argument("--seed", type=int, help="seed of the workload")
-    drill.add_argument("--no-tty", action="store_true", help="a progress line every few seconds")
+    _add_run_arguments(drill, count=2000, workers=2, seed="the workload")
 
 
 # --- end of the drill block ---
