@@ -34,10 +34,10 @@ from nmc_dev.demo import bewijs, scenario
 from nmc_dev.demo.display import STATUSES, Display, table
 from nmc_dev.demo.dv import Dv, FeedReader
 from nmc_dev.demo.watch import DemoTimeout, Watcher
+from nmc_dev.interrupt import EXIT_INTERRUPTED
 from nmc_dev.pg_binaries import SERVER_PACKAGE, server_bindir
 from nmc_dev.stack import LocalStack
 
-EXIT_INTERRUPTED = 130
 SINGLE_CONCURRENCY = 8
 WORKERS_LATE = timedelta(hours=1)
 RECONCILIATION_JUMP = timedelta(hours=1, minutes=5)  # past the first reconciliation (+1 h)

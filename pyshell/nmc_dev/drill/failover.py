@@ -42,6 +42,7 @@ from nmc.database import connect, with_overrides
 from nmc.errors import NmcError
 from nmc_dev.demo.display import Display
 from nmc_dev.drill.clusters import Node, ReplicaSet, lsn_number
+from nmc_dev.interrupt import EXIT_INTERRUPTED, raise_interrupt
 from nmc_dev.pg_binaries import server_bindir
 from nmc_dev.queries import QUERIES
 from nmc_dev.soak import checks, evidence, workload
@@ -151,7 +152,7 @@ def run(settings: Settings, options: Options, out: TextIO = sys.stdout) -> int:
     replicas = ReplicaSet(settings, home / "clusters", [_free_port() for _ in range(3)])
     display = Display(out, tty=options.tty)
     drill: FailoverDrill | None = None
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous = signal.signal(signal.SIGTERM, raise_interrupt)
     try:
         display.note(f"starting a primary and two synchronous standbys in {replicas.directory}")
         replicas.start_primary("p", synchronous_standbys=STANDBYS)
@@ -161,17 +162,13 @@ def run(settings: Settings, options: Options, out: TextIO = sys.stdout) -> int:
         return drill.run()
     except KeyboardInterrupt:
         display.note("interrupted")
-        return 130
+        return EXIT_INTERRUPTED
     finally:
         signal.signal(signal.SIGTERM, previous)
         display.close()
         if drill is not None:
             drill.shut_down()
         replicas.remove()
-
-
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
 
 
 def multi_host_url(nodes: list[Node], database: str, attrs: str, user: str = "postgres") -> str:

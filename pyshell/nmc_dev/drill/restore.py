@@ -32,6 +32,7 @@ from nmc_client import CursorExpired, FeedReader, MemoryCursorStore, NmcClient, 
 from nmc_dev.demo.display import Display
 from nmc_dev.drill.clusters import ReplicaSet
 from nmc_dev.drill.failover import DATABASE, FailoverDrill, RecordingConsumer, multi_host_url
+from nmc_dev.interrupt import EXIT_INTERRUPTED, raise_interrupt
 from nmc_dev.pg_binaries import server_bindir
 from nmc_dev.queries import QUERIES
 from nmc_dev.soak import checks, evidence, workload
@@ -70,7 +71,7 @@ def run(settings: Settings, options: Options, out: TextIO = sys.stdout) -> int:
     replicas = ReplicaSet(settings, home / "clusters", [_free_port(), _free_port()])
     display = Display(out, tty=options.tty)
     drill: RestoreDrill | None = None
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous = signal.signal(signal.SIGTERM, raise_interrupt)
     try:
         display.note(f"starting a primary with a WAL archive in {replicas.directory}")
         primary = replicas.start_primary("p", archive=True)
@@ -86,17 +87,13 @@ def run(settings: Settings, options: Options, out: TextIO = sys.stdout) -> int:
         return drill.run()
     except KeyboardInterrupt:
         display.note("interrupted")
-        return 130
+        return EXIT_INTERRUPTED
     finally:
         signal.signal(signal.SIGTERM, previous)
         display.close()
         if drill is not None:
             drill.shut_down()
         replicas.remove()
-
-
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
 
 
 class RestoreDrill(FailoverDrill):

@@ -41,6 +41,7 @@ from nmc.worker.config import KINDS
 from nmc_dev.demo.display import STATUSES, Display, table
 from nmc_dev.demo.watch import parse_metrics, pipeline_quiet
 from nmc_dev.embedded_db import EmbeddedCluster, Status
+from nmc_dev.interrupt import EXIT_INTERRUPTED, raise_interrupt
 from nmc_dev.pg_binaries import server_bindir
 from nmc_dev.soak import checks, evidence, privacy, proofs, workload
 from nmc_dev.soak.chaos import Chaos, ChaosPlan
@@ -50,7 +51,6 @@ from nmc_dev.soak.intake import Intake
 from nmc_dev.stack import LocalStack
 from nmc_dev.stack.local import NMC_OIN
 
-EXIT_INTERRUPTED = 130
 DATABASE = "nmc_soak"
 WORKER_HTTP_TIMEOUT_S = 2.0
 NOTIFYNL_FAULTS = {
@@ -127,7 +127,7 @@ def run(settings: Settings, options: Options, out: TextIO = sys.stdout) -> int:
     )
     display = Display(out, tty=options.tty)
     soak = Soak(stack, options, display)
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous = signal.signal(signal.SIGTERM, raise_interrupt)
     try:
         return soak.run()
     except KeyboardInterrupt:
@@ -137,10 +137,6 @@ def run(settings: Settings, options: Options, out: TextIO = sys.stdout) -> int:
         signal.signal(signal.SIGTERM, previous)
         display.close()
         soak.shut_down()
-
-
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
 
 
 def _own_cluster_settings(settings: Settings) -> Settings:

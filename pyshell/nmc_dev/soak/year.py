@@ -48,6 +48,7 @@ from nmc.webhook_validatie import ALLOWED_NETWORKS_ENV, Adresbeleid
 from nmc_client import NmcClient
 from nmc_dev.demo.display import Display
 from nmc_dev.embedded_db import EmbeddedCluster, Status
+from nmc_dev.interrupt import EXIT_INTERRUPTED, raise_interrupt
 from nmc_dev.pg_binaries import server_bindir
 from nmc_dev.queries import QUERIES
 from nmc_dev.sim.server import start_in_thread
@@ -62,7 +63,6 @@ from nmc_dev.soak.yearmeter import CpuSample, WorkerShape, compose_worker_shape,
 from nmc_dev.stack import LocalStack
 from nmc_dev.stack.local import SIMULATORS
 
-EXIT_INTERRUPTED = 130
 DATABASE = "nmc_year"
 DAY = timedelta(days=1)
 MONTH_DAYS = 30
@@ -203,7 +203,7 @@ def run(settings: Settings, options: YearOptions, out: TextIO = sys.stdout) -> i
     )
     display = Display(out, tty=options.tty)
     year = Year(stack, shape, options, display)
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous = signal.signal(signal.SIGTERM, raise_interrupt)
     try:
         return year.run()
     except KeyboardInterrupt:
@@ -213,10 +213,6 @@ def run(settings: Settings, options: YearOptions, out: TextIO = sys.stdout) -> i
         signal.signal(signal.SIGTERM, previous)
         display.close()
         year.shut_down()
-
-
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
 
 
 class Year:
