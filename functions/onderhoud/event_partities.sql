@@ -81,6 +81,11 @@ DECLARE
     v_gesloten CONSTANT xid8 := coalesce(
         p_xid, pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())
     );
+    -- The oldest kept notification (one probe of notificatie_aangenomen_op): its first
+    -- event carries this time, and every later event of it lies in that range or above.
+    v_oudste_aanname CONSTANT timestamptz := (
+        SELECT pg_catalog.min(n.aangenomen_op) FROM nmc.notificatie AS n
+    );
     v_partitie nmc.event_partitie;
     v_weg text [] := '{}';
 BEGIN
@@ -102,6 +107,15 @@ BEGIN
         -- Only ranges whose youngest event passed the delivery-proof retention ...
         EXIT WHEN v_partitie.jongste_tijdstip IS NOT NULL AND v_partitie.jongste_tijdstip
             >= v_nu - (SELECT i.bewijs_bewaartermijn FROM nmc.instellingen AS i);
+        -- ... that hold no event of a notification still kept: a kept notification's proof
+        -- and history are its whole chain from sequence 1, and it is kept until its terminal
+        -- status plus the retention, later than its first events' range would go. One whose
+        -- first event lies in this range was accepted at or before its youngest event; one
+        -- whose first event lies in an older range holds that one, which stays before this
+        -- (oldest first), or went when that notification already had (a range that went
+        -- under this rule held no kept notification's first event).
+        EXIT WHEN v_partitie.jongste_tijdstip IS NOT NULL
+            AND v_oudste_aanname <= v_partitie.jongste_tijdstip;
         -- ... and that no live cursor (acknowledgement or webhook position younger than
         -- its DV's max cursor age) still needs: a cursor below the range's end reads it.
         -- A webhook position's age is that of its last delivery (geleverd_op), not of its
@@ -125,9 +139,11 @@ END
 $$;
 COMMENT ON FUNCTION nmc.drop_event_partities(xid8) IS
 'Drops, oldest first, the closed event partitions (every transaction with an xid in the '
-'range ended) whose youngest event is older than the delivery-proof retention and into '
-'which no acknowledgement (bevestigd_op) or webhook position (geleverd_op: its last '
-'delivery, not its last attempt) younger than its DV''s max cursor age points; stops at the '
+'range ended) whose youngest event is older than the delivery-proof retention, that hold '
+'no event of a notification still kept (none accepted at or before their youngest event is '
+'left: its proof is its chain from sequence 1) and into which no acknowledgement '
+'(bevestigd_op) or webhook position (geleverd_op: its last delivery, not its last attempt) '
+'younger than its DV''s max cursor age points; stops at the '
 'first that must stay. The youngest event of a closed range is read once and kept in the '
 'register (gesloten_op, jongste_tijdstip). The register keeps the dropped range so older '
 'cursors get 410. Returns the dropped names. p_xid (the xid below which every transaction '
