@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from nmc.errors import NmcError
+from nmc_client.bewijs import BewijsOngeldig, check_inhoud
 from nmc_dev.soak import yearchecks as yc
 from nmc_dev.soak.consumer import Held
 from nmc_dev.soak.year import Schedule, read_maintenance_log
@@ -135,6 +136,10 @@ def test_the_partition_drop_check():
     held = [step(s.day, live=s.live, held=s.live) for s in late_steps]
     verdict = yc.partition_drops(late, TERM, held)
     assert verdict.ok and "held by a live cursor: 1 partition-days" in verdict.figure
+    # ... or unless it holds an event of a notification still kept (its proof's chain).
+    kept = [step(s.day, live=s.live, kept=s.live) for s in late_steps]
+    verdict = yc.partition_drops(late, TERM, kept)
+    assert verdict.ok and "by a kept notification: 1" in verdict.figure
     assert not yc.partition_drops({"p0": first}, TERM, steps).ok, "nothing dropped at all"
     unread = yc.PartitionRecord("p1", 0, 1, 0, T0, dropped_at=T0 + 5 * yc.DAY)
     assert not yc.partition_drops({"p0": first, "p1": unread}, TERM, steps).ok, "unread"
@@ -151,6 +156,27 @@ def evidence(**overrides) -> yc.YearEvidence:
     for name, value in overrides.items():
         setattr(ev, name, value)
     return ev
+
+
+def test_the_proof_check():
+    ok = evidence(proofs_last_day=40, proofs_at_end=12)
+    verdict = yc.proofs(ok)
+    assert verdict.ok and "40 on their last day, 12 at the end" in verdict.figure
+    # The DV client's own verdict on a kept notification whose first events went with their
+    # partition: the chain starts at sequence 5.
+    claims = {
+        "sub": "n-1", "notificatie": {"notificatieId": "n-1", "status": "definitief-bezorgd",
+                                      "reden": None, "versie": 5},
+        "events": [{"sequence": 5, "van": "bezorgd", "naar": "definitief-bezorgd"}],
+        "definitief": True,
+        "eindstatus": {"status": "definitief-bezorgd", "reden": None, "sequence": 5},
+    }  # fmt: skip
+    with pytest.raises(BewijsOngeldig, match="gap or a repeat at sequence 1") as refused:
+        check_inhoud(claims)
+    broken = evidence(proofs_last_day=40, proof_failures=[f"day 30: n-1: {refused.value.reason}"])
+    verdict = yc.proofs(broken)
+    assert not verdict.ok and "sequence 1" in verdict.examples[0]
+    assert not yc.proofs(evidence()).ok, "no proof checked on a last day"
 
 
 def test_the_stale_cursor_check():

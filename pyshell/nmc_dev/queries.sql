@@ -191,6 +191,32 @@ WHERE p.verwijderd_op IS NULL AND (
     )
 )
 
+-- year_kept_partitions --
+-- The live partitions holding an event of a notification still kept (SPEC §7: its proof is
+-- its whole chain, from sequence 1, as long as it is kept): held, not dropped. Read from
+-- the events themselves, not by the drop rule's own bound.
+SELECT p.naam FROM nmc.event_partitie AS p
+WHERE p.verwijderd_op IS NULL AND EXISTS (
+    SELECT 1 FROM nmc.event AS e
+    INNER JOIN nmc.notificatie AS n ON n.id = e.notificatie_id
+    WHERE e.xid >= p.xid_van AND e.xid < p.xid_tot
+)
+
+-- year_last_day --
+-- The kept notifications whose term ends before the next day's step: their last day.
+SELECT n.id::text AS id, n.dv_id
+FROM nmc.notificatie AS n
+CROSS JOIN nmc.instellingen AS i
+WHERE n.terminaal_op <= nmc.now() + interval '1 day' - i.bewijs_bewaartermijn
+
+-- year_kept --
+-- Every notification still kept.
+SELECT n.id::text AS id, n.dv_id FROM nmc.notificatie AS n
+
+-- year_still_kept --
+-- Of the given ids, the ones still kept.
+SELECT n.id::text AS id FROM nmc.notificatie AS n WHERE n.id = ANY(%(ids)s::uuid[])
+
 -- year_late_keys --
 -- A few live keys past their erase term by more than a day, with their wissen task.
 SELECT n.id::text AS id, n.status::text AS status, n.terminaal_op, t.due, t.staat::text AS staat

@@ -41,6 +41,7 @@ from psycopg import sql
 
 from nmc.admin import onboarding as admin
 from nmc.admin import operations as admin_ops
+from nmc.cloudevents import event_source
 from nmc.config import Settings
 from nmc.errors import NmcError
 from nmc.kek_ring import new_kek_ring
@@ -52,7 +53,7 @@ from nmc_dev.interrupt import EXIT_INTERRUPTED, raise_interrupt
 from nmc_dev.pg_binaries import server_bindir
 from nmc_dev.queries import QUERIES
 from nmc_dev.sim.server import start_in_thread
-from nmc_dev.soak import evidence, privacy, workload, yearchecks
+from nmc_dev.soak import evidence, privacy, proofs, workload, yearchecks
 from nmc_dev.soak.checks import Verdict, exit_code
 from nmc_dev.soak.consumer import RETRY
 from nmc_dev.soak.httpcount import HttpCounts, counting_client
@@ -61,7 +62,7 @@ from nmc_dev.soak.run import _free_port
 from nmc_dev.soak.yeardv import YEAR_DVS, FeedDv, WebhookDv, receiver_app
 from nmc_dev.soak.yearmeter import CpuSample, WorkerShape, compose_worker_shape, sample_cpu
 from nmc_dev.stack import LocalStack
-from nmc_dev.stack.local import SIMULATORS
+from nmc_dev.stack.local import NMC_OIN, SIMULATORS
 
 DATABASE = "nmc_year"
 DAY = timedelta(days=1)
@@ -237,6 +238,7 @@ class Year:
         self.jobs: list[list[list[workload.Notificatie]]] = []
         self.cpu_marks: dict[str, CpuSample] = {}
         self.truth_since: datetime | None = None
+        self.proofs_checked: set[str] = set()  # the ids whose proof was checked on a last day
         self.unexpected_exits: list[str] = []
         self._stopped = False
 
@@ -280,6 +282,7 @@ class Year:
             quiet_s = time.monotonic() - submitted
             self._measure(day, accepted, time.monotonic() - started)
             self.evidence.steps[-1].quiet_s = quiet_s
+            self._proofs_last_day(day)
             if day in schedule.probe_days:
                 self._probe(day)
             self._forget()
@@ -293,9 +296,12 @@ class Year:
             self._advance(DAY)
             self._until_quiet(f"day {options.days + tail}")
             self._measure(options.days + tail, 0, 0.0, tail=True)
+            self._proofs_last_day(options.days + tail)
             if self._all_final():
                 break
         self._catch_up()
+        kept = self._all("year_kept")
+        self.evidence.proofs_at_end = self._verify_proofs(kept, "at the end")
 
     # ------------------------------------------------------------------ setup
 
@@ -497,6 +503,7 @@ class Year:
         record = ev.steps[-1]
         record.live = frozenset(n for n, p in ev.partitions.items() if p.dropped_at is None)
         record.held = frozenset(row["naam"] for row in self._all("year_held"))
+        record.kept = frozenset(row["naam"] for row in self._all("year_kept_partitions"))
         if day == self.schedule.rotation_day + 1:
             ev.kek_after_a_day = self._kek_status()
 
@@ -525,6 +532,41 @@ class Year:
                 )
                 record.youngest = self.conn.execute(query).fetchone()[0]
                 record.measured = True
+
+    # ------------------------------------------------------------------ delivery proofs
+
+    def _proofs_last_day(self, day: int) -> None:
+        """The proof of every notification on its last day before its term (the next day's
+        retention deletes it), as its DV fetches and verifies it: its first events are then
+        the oldest of any kept notification, and a partition that went with them shows as a
+        gap at sequence 1."""
+        rows = [r for r in self._all("year_last_day") if r["id"] not in self.proofs_checked]
+        self.proofs_checked.update(r["id"] for r in rows)
+        self.evidence.proofs_last_day += self._verify_proofs(rows, f"day {day}")
+
+    def _verify_proofs(self, rows: list[dict[str, Any]], when: str) -> int:
+        """Fetch and verify the proofs of `rows` (id, dv_id), each with its DV's token, with
+        the DV client (nmc_client: signature, issuer, id, the chain from sequence 1 to the
+        version); a failure is evidence. Returns how many it checked."""
+        oin_of = {dv_id: oin for oin, dv_id in self.evidence.dv_ids.items()}
+        ids_per_oin: dict[str, list[str]] = {}
+        for row in rows:
+            ids_per_oin.setdefault(oin_of[row["dv_id"]], []).append(row["id"])
+        if not ids_per_oin:
+            return 0
+        found = proofs.fetch(self.stack.api_url + API_BASE, ids_per_oin,
+                             issuer=event_source({"NMC_OIN": NMC_OIN}),
+                             token_for=self._token)  # fmt: skip
+        if found.failures:
+            # The clock runs between the steps too: one that reached its term and went while
+            # it was fetched (a 404) was not kept any more.
+            kept = {r["id"] for r in self._all("year_still_kept", ids=sorted(found.failures))}
+            self.evidence.proof_failures += [
+                f"{when}: {notificatie_id}: {reason}"
+                for notificatie_id, reason in sorted(found.failures.items())
+                if notificatie_id in kept
+            ]
+        return len(rows)
 
     def _forget(self) -> None:
         """The simulators drop the history this run does not read, so what a call costs

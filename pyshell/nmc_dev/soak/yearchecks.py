@@ -83,6 +83,7 @@ class StepRecord:
     quiet_s: float = 0.0  # of `seconds`: waiting until nothing of the lifecycle was due
     live: frozenset[str] = frozenset()  # the event partitions after the day
     held: frozenset[str] = frozenset()  # of those, the ones a live cursor still needs
+    kept: frozenset[str] = frozenset()  # of those, the ones holding a kept notification's event
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,11 @@ class YearEvidence:
     maintenance: Mapping[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     throughput_share: float = THROUGHPUT_SHARE
+    # Delivery proofs fetched as the DV does and verified with its client (nmc_client), of
+    # each notification on its last day before its term and of every one kept at the end.
+    proofs_last_day: int = 0
+    proofs_at_end: int = 0
+    proof_failures: list[str] = field(default_factory=list)  # "<when> <id>: <reason>"
 
 
 # ---------------------------------------------------------------------------------------
@@ -181,7 +187,9 @@ def partition_drops(
 ) -> Verdict:
     """Dropped only once the youngest event passed the term; and at the end of a day, none
     is left that passed it more than a day ago unless a live cursor still needs it (SPEC §8:
-    an acknowledgement or a webhook position younger than its DV's max cursor age)."""
+    an acknowledgement or a webhook position younger than its DV's max cursor age) or it
+    holds an event of a notification still kept (SPEC §7: its proof is the whole chain, from
+    sequence 1, for as long as it is kept; the `proofs` check verifies those chains)."""
     verdict = Verdict("partitions dropped once their youngest event passed the term, only then")
     dropped = [p for p in partitions.values() if p.dropped_at is not None]
     for p in dropped:
@@ -190,7 +198,7 @@ def partition_drops(
         elif p.youngest is not None and p.dropped_at < p.youngest + term:
             verdict.violation(f"{p.naam}: dropped {p.youngest + term - p.dropped_at} early")
     late: set[str] = set()
-    held_days = 0
+    held_days = kept_days = 0
     for step in steps:
         for naam in sorted(step.live):
             p = partitions.get(naam)
@@ -200,16 +208,34 @@ def partition_drops(
                 continue
             if naam in step.held:
                 held_days += 1
+            elif naam in step.kept:
+                kept_days += 1
             elif naam not in late:
                 late.add(naam)
                 verdict.violation(
                     f"{naam}: on day {step.day} kept {step.nu - p.youngest - term} past its "
-                    "term, and no live cursor needs it"
+                    "term, and no live cursor or kept notification needs it"
                 )
     if not dropped:
         verdict.violation("no partition was dropped: the run is shorter than its term")
     verdict.figure = (f"{len(partitions) - 1} created, {len(dropped)} dropped; past the term "
-                      f"but held by a live cursor: {held_days} partition-days")  # fmt: skip
+                      f"but held by a live cursor: {held_days} partition-days, by a kept "
+                      f"notification: {kept_days}")  # fmt: skip
+    return verdict
+
+
+def proofs(ev: YearEvidence) -> Verdict:
+    """Every kept notification's delivery proof verifies with the DV client (signature,
+    issuer, id, the event chain from sequence 1 to its version without a gap): each on its
+    last day before its term (the day the oldest of its events are most at risk of having
+    gone with their partition), and every one still kept at the end of the run."""
+    verdict = Verdict("every kept notification's proof verifies: its chain from sequence 1")
+    for failure in ev.proof_failures:
+        verdict.violation(failure)
+    if not ev.proofs_last_day:
+        verdict.violation("no proof was checked on its last day: the run is shorter than its term")
+    verdict.figure = (f"{ev.proofs_last_day:,} on their last day, {ev.proofs_at_end:,} at the "
+                      f"end; {len(ev.proof_failures)} failed")  # fmt: skip
     return verdict
 
 
@@ -503,6 +529,7 @@ def all_checks(ev: YearEvidence, schedule) -> list[Verdict]:
     return [
         default_partition(ev.steps, ev.width),
         partition_drops(ev.partitions, ev.term, ev.steps),
+        proofs(ev),
         stale_cursors(ev),
         keys(ev.steps, ev.erased_early, ev.late_keys),
         retention(ev.steps, ev.maintenance),
