@@ -34,6 +34,10 @@ RETURNS text
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+-- CREATE TABLE ... PARTITION OF takes an ACCESS EXCLUSIVE lock on nmc.event: behind one slow
+-- reader it would wait, and every intake (which writes events) would queue behind it. So it
+-- waits at most this long, and gives up with 55P03 (the job defers: nmc.run_onderhoud).
+SET lock_timeout = '100ms'
 AS $$
 DECLARE
     v_nu CONSTANT bigint := coalesce(p_xid, pg_catalog.pg_current_xact_id())::text::bigint;
@@ -66,13 +70,16 @@ $$;
 COMMENT ON FUNCTION nmc.maintain_event_partities(bigint, xid8) IS
 'Creates the next xid range (default width 2^24) once the newest range is 80% used, '
 'measured in xids handed out (p_xid: the current xid, given only by tests); starts above '
-'any rows in the default partition. Returns the new partition''s name, or NULL.';
+'any rows in the default partition. Returns the new partition''s name, or NULL. Waits at '
+'most 100 ms (lock_timeout) for its lock on the event log, else raises 55P03.';
 
 CREATE OR REPLACE FUNCTION nmc.drop_event_partities(p_xid xid8 DEFAULT NULL)
 RETURNS text[]
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+-- DROP TABLE of a partition locks nmc.event ACCESS EXCLUSIVE: at most this long (see above).
+SET lock_timeout = '100ms'
 AS $$
 DECLARE
     v_nu CONSTANT timestamptz := nmc.now();
@@ -147,7 +154,29 @@ COMMENT ON FUNCTION nmc.drop_event_partities(xid8) IS
 'first that must stay. The youngest event of a closed range is read once and kept in the '
 'register (gesloten_op, jongste_tijdstip). The register keeps the dropped range so older '
 'cursors get 410. Returns the dropped names. p_xid (the xid below which every transaction '
-'ended) is given only by tests.';
+'ended) is given only by tests. Waits at most 100 ms (lock_timeout) for its locks on the '
+'event log, else raises 55P03 and drops nothing.';
+
+CREATE OR REPLACE FUNCTION nmc.analyseer_eventlog()
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+-- ANALYZE takes SHARE UPDATE EXCLUSIVE on the log and each partition, which intake does not
+-- wait for; but autovacuum on a partition holds the same, and a run behind it waits at most
+-- this long.
+SET lock_timeout = '100ms'
+AS $$
+BEGIN
+    -- Autovacuum analyzes the partitions but never the partitioned parent: without this the
+    -- planner has no statistics for a scan of the whole log (joins, reports). PostgreSQL 15
+    -- analyzes every partition with it (ANALYZE ONLY comes with 17).
+    ANALYZE nmc.event;
+END
+$$;
+COMMENT ON FUNCTION nmc.analyseer_eventlog() IS
+'ANALYZE of the partitioned event log (its statistics over all partitions, which autovacuum '
+'never gathers, and each partition''s). Waits at most 100 ms (lock_timeout) for its locks, '
+'else raises 55P03. Internal: the partities job runs it (nmc.run_onderhoud).';
 
 CREATE OR REPLACE FUNCTION nmc.set_event_partitie_breedte(p_breedte bigint)
 RETURNS text

@@ -77,6 +77,97 @@ COMMENT ON FUNCTION nmc.plan_onderhoud(bigint, boolean, jsonb) IS
 'now when p_meer (a full batch: more to do), else after its job''s herhaal_na; p_payload '
 'replaces the payload (a job''s cursor). Returns the new due.';
 
+CREATE OR REPLACE FUNCTION nmc.stel_onderhoud_uit(p_taak_id bigint, p_payload jsonb)
+RETURNS timestamptz
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_due timestamptz;
+BEGIN
+    -- A deferral, not a failure: the tries (pogingen) stay as they were, so a busy log never
+    -- makes the job mislukt. Each deferral in a row waits longer, never longer than the job's
+    -- own pause (its next run would come then anyway).
+    UPDATE nmc.taak AS t
+    SET staat = 'open', lease_eigenaar = NULL, lease_tot = NULL,
+        due = nmc.now() + least(nmc.uitstel(t.uitstellen), w.herhaal_na),
+        uitstellen = t.uitstellen + 1,
+        laatste_fout = 'uitgesteld: het eventlog was bezet (lock_timeout)',
+        payload = coalesce(p_payload, t.payload)
+    FROM nmc.onderhoudswerk AS w
+    WHERE t.id = p_taak_id AND w.werk = t.payload ->> 'werk'
+    RETURNING t.due INTO v_due;
+    RETURN v_due;
+END
+$$;
+COMMENT ON FUNCTION nmc.stel_onderhoud_uit(bigint, jsonb) IS
+'Internal: reopens a maintenance task whose run could not get its lock on the event log in '
+'time (55P03): due after the growing backoff of its deferrals (nmc.uitstel), at most its '
+'job''s herhaal_na; uitstellen counts up, pogingen does not (no failure); p_payload (when '
+'not NULL) replaces the payload. Returns the new due.';
+
+CREATE OR REPLACE FUNCTION nmc.onderhoud_partities(p_payload jsonb)
+RETURNS jsonb
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_geanalyseerd_op timestamptz := (p_payload ->> 'geanalyseerd_op')::timestamptz;
+    v_aangemaakt text;
+    v_verwijderd text [] := '{}';
+    v_geanalyseerd boolean := false;
+    v_uitgesteld boolean := false;
+BEGIN
+    -- Each step waits at most its lock_timeout for the event log; one that did not get it
+    -- is rolled back alone (its block) and the job is deferred (nmc.stel_onderhoud_uit).
+    BEGIN
+        v_aangemaakt := nmc.maintain_event_partities(
+            (SELECT i.event_partitie_breedte FROM nmc.instellingen AS i)
+        );
+    EXCEPTION WHEN lock_not_available THEN
+        v_uitgesteld := true;
+    END;
+    IF NOT v_uitgesteld THEN
+        BEGIN
+            v_verwijderd := nmc.drop_event_partities();
+        EXCEPTION WHEN lock_not_available THEN
+            v_uitgesteld := true;
+        END;
+    END IF;
+    IF v_aangemaakt IS NOT NULL OR pg_catalog.cardinality(v_verwijderd) > 0 THEN
+        -- The partitions changed: the statistics over them are due. Not in this transaction,
+        -- which holds the DDL's ACCESS EXCLUSIVE lock until it commits (intake would wait
+        -- for the whole ANALYZE), but in the next run.
+        v_geanalyseerd_op := NULL;
+    ELSIF NOT v_uitgesteld
+        AND (v_geanalyseerd_op IS NULL OR v_geanalyseerd_op < nmc.now() - INTERVAL '1 day') THEN
+        BEGIN
+            PERFORM nmc.analyseer_eventlog();
+            v_geanalyseerd_op := nmc.now();
+            v_geanalyseerd := true;
+        EXCEPTION WHEN lock_not_available THEN
+            v_uitgesteld := true;
+        END;
+    END IF;
+    RETURN pg_catalog.jsonb_build_object(
+        'aangemaakt', v_aangemaakt,
+        'verwijderd', pg_catalog.to_jsonb(v_verwijderd),
+        'geanalyseerd', v_geanalyseerd,
+        'uitgesteld', v_uitgesteld,
+        'payload', pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+            'werk', 'partities', 'geanalyseerd_op', v_geanalyseerd_op
+        ))
+    );
+END
+$$;
+COMMENT ON FUNCTION nmc.onderhoud_partities(jsonb) IS
+'Internal, one run of the partities job: the next event partition once the newest is 80% '
+'used, the drop rule, and ANALYZE of the partitioned log (nmc.analyseer_eventlog) in a later '
+'run than a change of partitions, or a day (NMC clock) after the last one (p_payload: the '
+'task''s, with geanalyseerd_op). A step that did not get its lock on the event log within '
+'its lock_timeout is rolled back alone and ends the run deferred. Returns aangemaakt, '
+'verwijderd, geanalyseerd, uitgesteld and the task''s next payload.';
+
 CREATE OR REPLACE FUNCTION nmc.run_onderhoud(p_taak_id bigint, p_claim_epoch integer)
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -96,12 +187,14 @@ BEGIN
             HINT = 'herwrappen runs with nmc.list_herwrap and nmc.finish_herwrap.';
     END IF;
     IF v_werk.werk = 'partities' THEN
-        v_uitkomst := pg_catalog.jsonb_build_object(
-            'aangemaakt', nmc.maintain_event_partities(
-                (SELECT i.event_partitie_breedte FROM nmc.instellingen AS i)
-            ),
-            'verwijderd', pg_catalog.to_jsonb(nmc.drop_event_partities())
-        );
+        v_uitkomst := nmc.onderhoud_partities(v_taak.payload);
+        IF (v_uitkomst ->> 'uitgesteld')::boolean THEN
+            PERFORM nmc.stel_onderhoud_uit(p_taak_id, v_uitkomst -> 'payload');
+        ELSE
+            PERFORM nmc.plan_onderhoud(p_taak_id, false, v_uitkomst -> 'payload');
+        END IF;
+        RETURN (v_uitkomst - 'payload')
+            || pg_catalog.jsonb_build_object('werk', v_werk.werk, 'meer', false);
     ELSE
         v_uitkomst := nmc.delete_expired(v_werk.batch);
         -- A batch that came back full: there is more, so the next run is due at once.
@@ -117,10 +210,13 @@ $$;
 COMMENT ON FUNCTION nmc.run_onderhoud(bigint, integer) IS
 'Runs one claimed maintenance task (fenced by epoch) in this transaction and plans its next '
 'run: partities creates the next event partition once the newest is 80% used '
-'(settings.event_partitie_breedte wide) and drops what the retention and the live cursors '
-'allow; retentie deletes one batch of expired rows (nmc.delete_expired; due again at once '
-'when a batch came back full). Returns what it did as JSON (counts and partition names, '
-'werk, meer). 22023 for herwrappen (nmc.list_herwrap) or a task that is no maintenance job.';
+'(settings.event_partitie_breedte wide), drops what the retention, the kept notifications and '
+'the live cursors allow and analyzes the partitioned log (nmc.onderhoud_partities); when the '
+'event log was locked longer than its lock_timeout it is deferred, no failure counted '
+'(nmc.stel_onderhoud_uit, uitgesteld true); retentie deletes one batch of expired rows '
+'(nmc.delete_expired; due again at once when a batch came back full). Returns what it did '
+'as JSON (counts and partition names, geanalyseerd, uitgesteld, werk, meer). 22023 for '
+'herwrappen (nmc.list_herwrap) or a task that is no maintenance job.';
 
 CREATE OR REPLACE FUNCTION nmc.list_herwrap(
     p_taak_id bigint, p_claim_epoch integer, p_kek_actief text, p_batch integer DEFAULT 500

@@ -4,7 +4,12 @@ keys to the newest active KEK by itself once a worker of the new ring runs."""
 
 import dataclasses
 import secrets
+import threading
+import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import psycopg
 
 from nmc.admin import operations as admin_ops
 from nmc.config import Settings
@@ -87,3 +92,102 @@ async def test_maintenance_rewraps_every_key_to_the_newest_active_kek(
         ).fetchone()
         opened = open_sealed(uuid.UUID(str(notificatie_id)), row[0], Sealed(*row[1:]), ring=both)
         assert opened.recipient.startswith("bezorgd+herwrap-"), "the data opens under B"
+
+
+# ---------------------------------------------------------------------------------------
+# The partities job behind a slow reader of the event log
+
+# A bound, not a benchmark: the job waits at most its lock_timeout (100 ms) for the log, and
+# an intake queued behind it no longer than that; without the timeout both wait for the
+# reader, which lets go after READER_HOLDS_S.
+BOUND_S = 1.0
+READER_HOLDS_S = 4.0
+
+
+def _partities_claimed(conn) -> tuple[int, int]:
+    """The log's one range made nearly used up, so the partities job has DDL to do; its
+    task claimed. Returns (taak_id, claim_epoch)."""
+    while conn.execute("SELECT pg_current_xact_id()::text::bigint").fetchone()[0] < 1000:
+        pass  # a young cluster: each call hands out an xid
+    [(eind,)] = conn.execute("SELECT pg_current_xact_id()::text::bigint + 200").fetchall()
+    conn.execute("DROP TABLE nmc.event_x000000000000")
+    conn.execute(
+        f"CREATE TABLE nmc.event_x000000000000 PARTITION OF nmc.event"
+        f" FOR VALUES FROM ('0') TO ('{eind}')"
+    )
+    conn.execute("ALTER TABLE nmc.event_x000000000000 OWNER TO nmc_owner")
+    conn.execute("UPDATE nmc.event_partitie SET xid_tot = %s::text::xid8", [str(eind)])
+    conn.execute("SELECT nmc.ensure_onderhoud('kek-1')")
+    [(taak_id, epoch)] = conn.execute(
+        "SELECT c.taak_id, c.claim_epoch FROM nmc.claim_taken('onderhoud', 'w1', 10) AS c"
+        " WHERE c.payload ->> 'werk' = 'partities'"
+    ).fetchall()
+    return taak_id, epoch
+
+
+LAST_ANALYZE = (
+    "SELECT last_analyze FROM pg_catalog.pg_stat_user_tables WHERE relid = 'nmc.event'::regclass"
+)
+
+
+def _waiting_for_a_lock(conn, pid: int) -> bool:
+    return conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE pid = %s AND NOT granted)", [pid]
+    ).fetchone()[0]
+
+
+def _run_partities(conn) -> dict:
+    """The partities job due now, claimed and run."""
+    conn.execute("UPDATE nmc.taak SET due = nmc.now() WHERE payload ->> 'werk' = 'partities'")
+    [(taak_id, epoch)] = conn.execute(
+        "SELECT c.taak_id, c.claim_epoch FROM nmc.claim_taken('onderhoud', 'w1', 10) AS c"
+        " WHERE c.payload ->> 'werk' = 'partities'"
+    ).fetchall()
+    return conn.execute("SELECT nmc.run_onderhoud(%s, %s)", [taak_id, epoch]).fetchone()[0]
+
+
+def test_the_partition_job_defers_behind_a_slow_reader_and_intake_goes_on(intake, conn, db_url):
+    taak_id, epoch = _partities_claimed(conn)
+    with (
+        psycopg.connect(db_url) as reader,
+        psycopg.connect(db_url, autocommit=True) as job,
+        ThreadPoolExecutor(max_workers=1) as pool,
+    ):
+        reader.execute("SELECT count(*) FROM nmc.event")  # open: ACCESS SHARE on the log held
+        release = threading.Timer(READER_HOLDS_S, reader.rollback)
+        release.start()
+        try:
+            job_pid = job.info.backend_pid
+            started = time.monotonic()
+            running = pool.submit(
+                lambda: job.execute(
+                    "SELECT nmc.run_onderhoud(%s, %s)", [taak_id, epoch]
+                ).fetchone()[0]
+            )
+            while not running.done() and not _waiting_for_a_lock(conn, job_pid):
+                time.sleep(0.005)  # until the job queues for its lock (or is done)
+            intake_started = time.monotonic()
+            intake("bezorgd+achter-de-ddl@voorbeeld.nl")
+            intake_s = time.monotonic() - intake_started
+            uitkomst = running.result(timeout=READER_HOLDS_S * 2)
+            job_s = time.monotonic() - started
+        finally:
+            release.cancel()
+        print(f"behind a slow reader: the job {job_s:.3f} s (deferred), an intake {intake_s:.3f} s")
+        assert intake_s < BOUND_S, f"an intake waited {intake_s:.2f} s behind the partition DDL"
+        assert job_s < BOUND_S, f"the job waited {job_s:.2f} s for the event log"
+        assert uitkomst["uitgesteld"] is True and uitkomst["aangemaakt"] is None
+        [task] = conn.execute(
+            "SELECT staat::text, pogingen, uitstellen, due > nmc.now(),"
+            " due <= nmc.now() + interval '5 minutes' FROM nmc.taak WHERE id = %s",
+            [taak_id],
+        ).fetchall()
+        assert task == ("open", 0, 1, True, True), "deferred shortly, no failure counted"
+
+    # The reader gone, the next run makes the range; the one after analyzes the log.
+    uitkomst = _run_partities(conn)
+    assert uitkomst["aangemaakt"] and not uitkomst["uitgesteld"]
+    assert conn.execute(LAST_ANALYZE).fetchone() == (None,)
+    assert _run_partities(conn)["geanalyseerd"] is True
+    [(analyzed,)] = conn.execute(LAST_ANALYZE).fetchall()
+    assert analyzed is not None, "the partitioned parent was analyzed (autovacuum never does)"
