@@ -1,14 +1,14 @@
 -- The event log's drop rule keeps a range while a kept notification has events in it
 -- (SPEC §7: the proof is served whole, from sequence 1, as long as the notification is
 -- kept). A notification's events all lie at or above its first event's range, and its first
--- event carries its aangenomen_op; so no kept notification has events in a range whose
--- youngest event is older than the oldest kept notification's aangenomen_op (by induction
--- over the ranges, dropped oldest first). That oldest one is the first entry of this index.
+-- event carries its aangenomen_op; so a kept notification with events in a range was
+-- accepted at or before the range's youngest event. The drop rule reads the kept
+-- notifications from the oldest up along this index, as far as that youngest event.
 
 CREATE INDEX notificatie_aangenomen_op ON nmc.notificatie (aangenomen_op);
 COMMENT ON INDEX nmc.notificatie_aangenomen_op IS
-'The oldest kept notification (min(aangenomen_op)) for the event log''s drop rule '
-'(nmc.drop_event_partities): one index probe per maintenance run.';
+'The kept notifications from the oldest up, for the event log''s drop rule '
+'(nmc.drop_event_partities): those accepted at or before a range''s youngest event.';
 
 COMMENT ON TABLE nmc.event IS
 'The event log: one row per status transition of a notification, written by '

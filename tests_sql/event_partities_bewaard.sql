@@ -3,7 +3,7 @@
 -- is kept until its terminal status plus the delivery-proof retention, longer than the
 -- youngest event of the range its first events lie in.
 BEGIN;
-SELECT plan(7);
+SELECT plan(10);
 \ir fixtures/setup.sql
 
 SELECT xid_tot::text::bigint AS eind FROM nmc.event_partitie \gset
@@ -36,6 +36,19 @@ SELECT is(
     nmc.drop_event_partities(:eind::text::xid8), '{}'::text[],
     'R1 stays while it holds events of a kept notification'
 );
+SELECT is(
+    nmc.partitie_bewaard(:eind::text::xid8, (
+        SELECT jongste_tijdstip FROM nmc.event_partitie WHERE naam = 'event_x000000000000'
+    )),
+    TRUE, 'R1 holds an event of a kept notification'
+);
+SELECT is(
+    nmc.partitie_bewaard('5'::xid8, (
+        SELECT jongste_tijdstip FROM nmc.event_partitie WHERE naam = 'event_x000000000000'
+    )),
+    FALSE, 'a range below N''s first event does not hold N'
+);
+SELECT is(nmc.partitie_bewaard(:eind::text::xid8, NULL), FALSE, 'an empty range holds nothing');
 SELECT results_eq(
     format('SELECT sequence FROM nmc.event WHERE notificatie_id = %L ORDER BY sequence', :'n'),
     'VALUES (1), (2), (3), (4), (5)',

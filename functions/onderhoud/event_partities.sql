@@ -73,6 +73,50 @@ COMMENT ON FUNCTION nmc.maintain_event_partities(bigint, xid8) IS
 'any rows in the default partition. Returns the new partition''s name, or NULL. Waits at '
 'most 100 ms (lock_timeout) for its lock on the event log, else raises 55P03.';
 
+CREATE OR REPLACE FUNCTION nmc.partitie_bewaard(p_xid_tot xid8, p_jongste timestamptz)
+RETURNS boolean
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_id uuid;
+BEGIN
+    -- A kept notification's proof and history are its whole chain from sequence 1, and it is
+    -- kept until its terminal status plus the retention: later than its first events' range
+    -- would go by that range's youngest event. All its events lie at or above its first
+    -- (later transactions, higher xids), which carries its aangenomen_op. So one with events
+    -- in a range was accepted at or before the range's youngest event and its first event
+    -- lies below the range's end (one whose first event lies in an older range holds that
+    -- one, which stays before this: the ranges go oldest first).
+    IF p_jongste IS NULL THEN
+        RETURN false;  -- no event in the range
+    END IF;
+    -- From the oldest kept notification up (notificatie_aangenomen_op), up to the first that
+    -- holds the range: when the range may go, only the few accepted at its very end whose
+    -- first event lies above it are read, one probe of event_notificatie each. One whose
+    -- first event is gone (dropped before this rule) holds it too.
+    FOR v_id IN
+        SELECT n.id FROM nmc.notificatie AS n
+        WHERE n.aangenomen_op <= p_jongste
+        ORDER BY n.aangenomen_op
+    LOOP
+        IF NOT EXISTS (
+            SELECT 1 FROM nmc.event AS e
+            WHERE e.notificatie_id = v_id AND e.sequence = 1 AND e.xid >= p_xid_tot
+        ) THEN
+            RETURN true;
+        END IF;
+    END LOOP;
+    RETURN false;
+END
+$$;
+COMMENT ON FUNCTION nmc.partitie_bewaard(xid8, timestamptz) IS
+'Whether a closed event range ending at p_xid_tot, whose youngest event is p_jongste (NULL: '
+'none), still holds an event of a notification that is kept: one accepted at or before '
+'p_jongste whose first event does not lie at or above p_xid_tot. Internal: the drop rule '
+'(nmc.drop_event_partities) keeps such a range.';
+
 CREATE OR REPLACE FUNCTION nmc.drop_event_partities(p_xid xid8 DEFAULT NULL)
 RETURNS text[]
 LANGUAGE plpgsql
@@ -87,11 +131,6 @@ DECLARE
     -- it is closed, no event can be added to it any more.
     v_gesloten CONSTANT xid8 := coalesce(
         p_xid, pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())
-    );
-    -- The oldest kept notification (one probe of notificatie_aangenomen_op): its first
-    -- event carries this time, and every later event of it lies in that range or above.
-    v_oudste_aanname CONSTANT timestamptz := (
-        SELECT pg_catalog.min(n.aangenomen_op) FROM nmc.notificatie AS n
     );
     v_partitie nmc.event_partitie;
     v_weg text [] := '{}';
@@ -114,15 +153,9 @@ BEGIN
         -- Only ranges whose youngest event passed the delivery-proof retention ...
         EXIT WHEN v_partitie.jongste_tijdstip IS NOT NULL AND v_partitie.jongste_tijdstip
             >= v_nu - (SELECT i.bewijs_bewaartermijn FROM nmc.instellingen AS i);
-        -- ... that hold no event of a notification still kept: a kept notification's proof
-        -- and history are its whole chain from sequence 1, and it is kept until its terminal
-        -- status plus the retention, later than its first events' range would go. One whose
-        -- first event lies in this range was accepted at or before its youngest event; one
-        -- whose first event lies in an older range holds that one, which stays before this
-        -- (oldest first), or went when that notification already had (a range that went
-        -- under this rule held no kept notification's first event).
-        EXIT WHEN v_partitie.jongste_tijdstip IS NOT NULL
-            AND v_oudste_aanname <= v_partitie.jongste_tijdstip;
+        -- ... that hold no event of a notification still kept (its proof is its whole
+        -- chain from sequence 1) ...
+        EXIT WHEN nmc.partitie_bewaard(v_partitie.xid_tot, v_partitie.jongste_tijdstip);
         -- ... and that no live cursor (acknowledgement or webhook position younger than
         -- its DV's max cursor age) still needs: a cursor below the range's end reads it.
         -- A webhook position's age is that of its last delivery (geleverd_op), not of its
@@ -147,11 +180,11 @@ $$;
 COMMENT ON FUNCTION nmc.drop_event_partities(xid8) IS
 'Drops, oldest first, the closed event partitions (every transaction with an xid in the '
 'range ended) whose youngest event is older than the delivery-proof retention, that hold '
-'no event of a notification still kept (none accepted at or before their youngest event is '
-'left: its proof is its chain from sequence 1) and into which no acknowledgement '
-'(bevestigd_op) or webhook position (geleverd_op: its last delivery, not its last attempt) '
-'younger than its DV''s max cursor age points; stops at the '
-'first that must stay. The youngest event of a closed range is read once and kept in the '
+'no event of a notification still kept (none accepted at or before their youngest event '
+'whose first event lies below their end is left: its proof is its chain from sequence 1) '
+'and into which no acknowledgement (bevestigd_op) or webhook position (geleverd_op: its '
+'last delivery, not its last attempt) younger than its DV''s max cursor age points; stops '
+'at the first that must stay. The youngest event of a closed range is read once and kept in the '
 'register (gesloten_op, jongste_tijdstip). The register keeps the dropped range so older '
 'cursors get 410. Returns the dropped names. p_xid (the xid below which every transaction '
 'ended) is given only by tests. Waits at most 100 ms (lock_timeout) for its locks on the '
