@@ -2,6 +2,7 @@
 soak (400 notifications, faults, kills, a PostgreSQL restart) passes end to end in its own
 NMC_HOME and port (the shared cluster is never touched)."""
 
+import json
 import os
 import re
 import signal
@@ -203,6 +204,31 @@ def test_proof_check_wants_a_verified_final_proof_agreeing_with_the_log_and_the_
     assert count(good, held=feed_behind) == 1
     still_open = {**notificaties, C: row(C, "verzonden", 3)}
     assert count(good, notificaties=still_open) == 0  # only terminal notifications
+
+
+def test_a_final_proof_fetched_twice_must_be_the_same_but_for_its_issue_time():
+    first = {
+        A: {**proof_of(A, "definitief-bezorgd", 5, None, *DELIVERED), "uitgegevenOp": "t1",
+            "iat": 1, "pogingen": [{"nummer": 1, "status": "bezorgd", "receipts": []}]},
+        B: proof_of(B, "geannuleerd", 2, "geannuleerd", "aangenomen", "geannuleerd"),
+    }  # fmt: skip
+    later = {**json.loads(json.dumps(first)), A: {**first[A], "uitgegevenOp": "t2", "iat": 2}}
+    verdict = checks.afleverbewijzen_vast(first, later)
+    assert verdict.ok and verdict.figure == "2 final proofs fetched twice"
+
+    changed = json.loads(json.dumps(later))
+    changed[A]["pogingen"][0]["receipts"].append({"status": "permanent-failure"})
+    verdict = checks.afleverbewijzen_vast(first, changed)
+    assert verdict.count == 1 and "pogingen" in verdict.examples[0]
+    assert checks.afleverbewijzen_vast(first, {**later, B: {**later[B], "extra": 1}}).count == 1
+    assert checks.afleverbewijzen_vast(first, {A: later[A]}).count == 1  # B not fetched again
+    # Not final yet, or bezorgstatus-onbekend (a late receipt may still correct it): not compared.
+    open_one = {C: {**proof_of(C, "verzonden", 3, None, "aangenomen", "in-verzending",
+                               "verzonden"), "definitief": False}}  # fmt: skip
+    onbekend = {C: proof_of(C, "bezorgstatus-onbekend", 4, None, "aangenomen", "in-verzending",
+                            "verzonden", "bezorgstatus-onbekend")}  # fmt: skip
+    for unstable in (open_one, onbekend):
+        assert checks.afleverbewijzen_vast(unstable, {C: {**unstable[C], "x": 1}}).ok
 
 
 # ---------------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ SELECT is(
     'done', 'the notification''s send task is closed'
 );
 SELECT throws_ok(
-    format($$SELECT nmc.force_transition(%L, 'bezorgd', NULL, 'x', 'y')$$, :'id'),
+    format($$SELECT nmc.force_transition(%L, 'verzonden', NULL, 'x', 'y')$$, :'id'),
     'NM001', NULL, 'only along allowed pairs (NM001)'
 );
 SELECT results_eq(

@@ -136,13 +136,16 @@ BEGIN
             id, dv_id, berichttype, regie, status, reden, versie, geldig_tot, dvref_hmac,
             pepper_versie, payload_hash, payload_pepper_versie, batch_id, dienst, trace_id,
             ontvanger_versleuteld, gegevens_versleuteld, sleutel_gewrapt, kek_id,
-            aangenomen_op, bijgewerkt_op
+            aangenomen_op, bijgewerkt_op, dv_naam, notifynl_template_id
         )
         SELECT DISTINCT ON (u.hmac)
             u.id, p_dv_id, u.berichttype, p_regie, 'aangenomen', NULL, 1,
             coalesce(u.geldig_tot, v_nu + b.geldigheid_standaard), u.hmac, p_pepper_versie,
             u.hash, p_payload_pepper_versie, p_batch_id, u.dienst, u.trace_id, u.ontvanger,
-            u.gegevens, u.sleutel, p_kek_id, v_nu, v_nu
+            u.gegevens, u.sleutel, p_kek_id, v_nu, v_nu,
+            -- What the delivery proof names, as it is now: a later re-onboarding must not
+            -- rewrite it.
+            v_dv.naam, b.notifynl_template_id
         FROM unnest(
             p_ids, p_berichttypen, p_dvref_hmacs, p_payload_hmacs, p_ontvangers, p_gegevens,
             p_sleutels, p_geldig_tot, p_trace_ids, p_diensten

@@ -48,6 +48,24 @@ COMMENT ON FUNCTION nmc.reopen_taak(bigint, text, text) IS
 'Reopens a mislukt task (due now, counters reset) and audits who and why. NM020 for a '
 'task that is not mislukt.';
 
+CREATE OR REPLACE FUNCTION nmc.forceerbaar(p_naar nmc.notificatie_status)
+RETURNS boolean
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- bezorgd rests on NotifyNL's delivered receipt and definitief-bezorgd on the settlement
+    -- after the MEBV term: forced, the delivery proof would show evidence of a delivery that
+    -- never happened.
+    SELECT p_naar NOT IN ('bezorgd', 'definitief-bezorgd')
+$$;
+COMMENT ON FUNCTION nmc.forceerbaar(nmc.notificatie_status) IS
+'True when an operator may force a notification into p_naar: every status but bezorgd and '
+'definitief-bezorgd, which only a delivered receipt and the settlement reach (the delivery '
+'proof rests on them). nmc.force_transition refuses the others (NM021); the console does '
+'not offer them.';
+
 CREATE OR REPLACE FUNCTION nmc.force_transition(
     p_notificatie_id uuid, p_naar nmc.notificatie_status, p_reden nmc.reden,
     p_toelichting text, p_door text
@@ -60,6 +78,11 @@ DECLARE
     v_van nmc.notificatie_status;
     v_versie integer;
 BEGIN
+    IF NOT nmc.forceerbaar(p_naar) THEN
+        RAISE EXCEPTION 'a forced transition into % is not allowed', p_naar
+            USING ERRCODE = 'NM021',
+            HINT = 'bezorgd and definitief-bezorgd rest on a delivered receipt and the settlement';
+    END IF;
     SELECT n.status INTO v_van FROM nmc.notificatie AS n WHERE n.id = p_notificatie_id
     FOR UPDATE;
     -- Through the single writer: only along allowed pairs, with its event.
@@ -69,14 +92,21 @@ BEGIN
     SET staat = 'done', afgerond_op = nmc.now(), lease_eigenaar = NULL, lease_tot = NULL
     WHERE t.notificatie_id = p_notificatie_id AND t.staat IN ('open', 'claimed', 'mislukt')
         AND t.soort IN ('verzenden', 'reconciliëren', 'vaststellen');
-    INSERT INTO nmc.beheeractie (soort, notificatie_id, van, naar, toelichting, door, tijdstip)
-    VALUES ('forceer-overgang', p_notificatie_id, v_van, p_naar, p_toelichting, p_door, nmc.now());
+    -- With the event's sequence: the delivery proof names the action beside its event.
+    INSERT INTO nmc.beheeractie (
+        soort, notificatie_id, van, naar, sequence, toelichting, door, tijdstip
+    )
+    VALUES (
+        'forceer-overgang', p_notificatie_id, v_van, p_naar, v_versie, p_toelichting, p_door,
+        nmc.now()
+    );
     RETURN v_versie;
 END
 $$;
 COMMENT ON FUNCTION nmc.force_transition(
     uuid, nmc.notificatie_status, nmc.reden, text, text
 ) IS
-'An operator''s forced transition: through nmc.transition_notificatie (allowed pairs only, '
-'with its event), closing the notification''s send, reconcile and settle tasks, audited in '
-'nmc.beheeractie. Returns the new version.';
+'An operator''s forced transition: never into bezorgd or definitief-bezorgd (NM021, '
+'nmc.forceerbaar), through nmc.transition_notificatie (allowed pairs only, with its event), '
+'closing the notification''s send, reconcile and settle tasks, audited in nmc.beheeractie '
+'with the event''s sequence (the delivery proof names it). Returns the new version.';

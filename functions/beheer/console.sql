@@ -134,7 +134,8 @@ AS $$
         n.aangenomen_op, n.geldig_tot, n.terminaal_op,
         coalesce((
             -- The pairs an operator may force from here (not the resend's verzonden ->
-            -- verzonden: without a new attempt it would only raise the version), each with
+            -- verzonden: without a new attempt it would only raise the version; never into
+            -- bezorgd or definitief-bezorgd, nmc.forceerbaar), each with
             -- the reasons that fit its target (an empty list: no reason).
             SELECT pg_catalog.jsonb_agg(
                 pg_catalog.jsonb_build_object(
@@ -149,7 +150,7 @@ AS $$
                 ) ORDER BY a.naar
             )
             FROM nmc.allowed_transitions() AS a
-            WHERE a.van = n.status AND a.naar <> a.van
+            WHERE a.van = n.status AND a.naar <> a.van AND nmc.forceerbaar(a.naar)
         ), '[]'::jsonb)
     FROM nmc.notificatie AS n
     INNER JOIN nmc.dienstverlener AS d ON d.dv_id = n.dv_id
@@ -158,7 +159,8 @@ $$;
 COMMENT ON FUNCTION nmc.console_notificatie(uuid) IS
 'One notification for the console, without any personal data (no recipient, '
 'personalisation or dvRef): status, reason, version, times, and the transitions an '
-'operator may force from its status (allowed pairs only, with the fitting reasons).';
+'operator may force from its status (allowed pairs only, never into bezorgd or '
+'definitief-bezorgd, with the fitting reasons).';
 
 CREATE OR REPLACE FUNCTION nmc.console_notificatie_events(p_notificatie_id uuid)
 RETURNS TABLE (
@@ -433,7 +435,8 @@ COMMENT ON FUNCTION nmc.console_force_transition(
     uuid, nmc.notificatie_status, nmc.reden, text, text
 ) IS
 'The console''s forced transition: nmc.force_transition (through the single writer, allowed '
-'pairs only: NM001; a fitting reason: NM013; NM005 not found), audited. Returns the new '
+'pairs only: NM001; never into bezorgd or definitief-bezorgd: NM021; a fitting reason: '
+'NM013; NM005 not found), audited. Returns the new '
 'version.';
 
 CREATE OR REPLACE FUNCTION nmc.resume_webhook_beheer(

@@ -189,10 +189,23 @@ BEGIN
     RETURN (
         SELECT pg_catalog.jsonb_build_object(
             'notificatieId', p_n.id,
-            'dienstverlener', pg_catalog.jsonb_build_object('oin', d.oin, 'naam', d.naam),
+            -- As recorded at intake and send (a re-onboarding later does not rewrite the
+            -- proof); the live values only for rows from before they were recorded.
+            'dienstverlener', pg_catalog.jsonb_build_object(
+                'oin', d.oin, 'naam', coalesce(p_n.dv_naam, d.naam)
+            ),
             'berichtType', p_n.berichttype,
             'regie', p_n.regie,
-            'notifynlTemplateId', b.notifynl_template_id,
+            'notifynlTemplateId', coalesce(
+                (
+                    SELECT p.notifynl_template_id FROM nmc.poging AS p
+                    WHERE p.notificatie_id = p_n.id AND p.notifynl_template_id IS NOT NULL
+                    ORDER BY p.nummer DESC
+                    LIMIT 1
+                ),
+                p_n.notifynl_template_id,
+                b.notifynl_template_id
+            ),
             -- The version NotifyNL names in its receipts; the one the outcome rests on first.
             'templateVersie', (
                 SELECT h.template_versie FROM nmc.receiptgeschiedenis AS h
@@ -214,10 +227,38 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION nmc.bewijs_notificatie_json(nmc.notificatie, boolean) IS
-'The notification as the delivery proof names it: id, the DV (OIN and name), berichttype, '
-'regie, the NotifyNL template id and the template version from the receipts, accepted at, '
+'The notification as the delivery proof names it: id, the DV (OIN and its name at intake), '
+'berichttype, regie, the NotifyNL template id (the latest attempt''s as it was sent, else '
+'the berichttype''s at intake) and the template version from the receipts, accepted at, '
 'geldigTot, status, reason and version. Never the recipient, the personalisation or dvRef. '
 'Internal.';
+
+CREATE OR REPLACE FUNCTION nmc.bewijs_beheeracties_json(p_notificatie_id uuid)
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN (
+        SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+            'soort', a.soort,
+            'van', a.van,
+            'naar', a.naar,
+            'sequence', a.sequence,
+            'door', a.door,
+            'tijdstip', a.tijdstip,
+            'toelichting', a.toelichting
+        ) ORDER BY a.id)
+        FROM nmc.beheeractie AS a
+        WHERE a.notificatie_id = p_notificatie_id AND a.soort = 'forceer-overgang'
+    );
+END
+$$;
+COMMENT ON FUNCTION nmc.bewijs_beheeracties_json(uuid) IS
+'The forced transitions of one notification as the delivery proof names them (who, when, '
+'why, from and to which status, the sequence of the event it wrote), oldest first; SQL NULL '
+'when there were none. Reopened tasks are not listed: they change no status. Internal.';
 
 CREATE OR REPLACE FUNCTION nmc.get_afleverbewijs(p_dv_id integer, p_notificatie_id uuid)
 RETURNS jsonb
@@ -232,6 +273,7 @@ DECLARE
     v_n nmc.notificatie;
     v_events jsonb;
     v_definitief boolean;
+    v_beheeracties jsonb;
 BEGIN
     SELECT n.* INTO v_n
     FROM nmc.notificatie AS n
@@ -241,6 +283,7 @@ BEGIN
     END IF;
     v_events := nmc.bewijs_events_json(v_n.id, 0, NULL);
     v_definitief := nmc.is_terminal(v_n.status);
+    v_beheeracties := nmc.bewijs_beheeracties_json(v_n.id);
     RETURN pg_catalog.jsonb_build_object(
         'formaat', 'nmc-afleverbewijs/1',
         'definitief', v_definitief,
@@ -258,7 +301,14 @@ BEGIN
             ELSE 'null'::jsonb
         END,
         'events', v_events
-    );
+    )
+    -- Nothing forced is hidden: every forced transition, signed with the rest. The member
+    -- is there only when there is one, so the proofs of all other notifications read as
+    -- before.
+    || CASE
+        WHEN v_beheeracties IS NULL THEN '{}'::jsonb
+        ELSE pg_catalog.jsonb_build_object('beheeracties', v_beheeracties)
+    END;
 END
 $$;
 COMMENT ON FUNCTION nmc.get_afleverbewijs(integer, uuid) IS
@@ -267,7 +317,8 @@ COMMENT ON FUNCTION nmc.get_afleverbewijs(integer, uuid) IS
 'notification (DV, berichttype, regie, template and version, accepted at, geldigTot, '
 'status), every attempt with its NotifyNL ids, source times and receipts (status, '
 'completed_at, received at, source, whether it changed the outcome), the settlement, the '
-'final status and reason, and the complete event chain. No personal data. The final '
+'final status and reason, the complete event chain and, when an operator forced a '
+'transition, beheeracties (who, when, why, which event). No personal data. The final '
 'proof is the same at every later request but for uitgegevenOp (receipts after the final '
 'status that changed nothing are in the history only). Served while the notification is '
 'kept, also after erasure. NM005 when it does not exist or belongs to another DV.';

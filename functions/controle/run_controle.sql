@@ -44,10 +44,13 @@ BEGIN
                 WHEN 'verzonden' THEN v_running
             END,
             CASE
-                WHEN v_n.status = 'bezorgd' THEN greatest(v_nu, (
+                -- Without a delivered attempt's completed_at (a bezorgd an earlier release let
+                -- an operator force) the whole term from now: NULL + term would make
+                -- greatest() plan it now, settling at once.
+                WHEN v_n.status = 'bezorgd' THEN greatest(v_nu, coalesce((
                     SELECT pg_catalog.max(p.afgerond_op) FROM nmc.poging AS p
                     WHERE p.notificatie_id = v_n.id AND p.status = 'bezorgd'
-                ) + v_instelling.vaststellingstermijn + v_instelling.callback_venster)
+                ), v_nu) + v_instelling.vaststellingstermijn + v_instelling.callback_venster)
                 ELSE v_nu
             END,
             v_n.trace_id, v_nu;
@@ -60,7 +63,8 @@ COMMENT ON FUNCTION nmc.plan_missing_taken(integer) IS
 'Gives up to p_batch live notifications without an open, claimed or mislukt task the task '
 'that moves them on: aangenomen -> send; in-verzending -> send (a re-claim of the same '
 'attempt); verzonden -> send when no attempt runs, else reconcile the running one; '
-'bezorgd -> settle at completed_at + term + callback window. Returns how many it planned.';
+'bezorgd -> settle at completed_at + term + callback window (without a delivered '
+'attempt: that term from now, never at once). Returns how many it planned.';
 
 CREATE OR REPLACE FUNCTION nmc.run_controle(p_taak_id bigint, p_claim_epoch integer)
 RETURNS integer

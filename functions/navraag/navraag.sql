@@ -151,6 +151,12 @@ BEGIN
     -- 404, or the retention ends without an outcome: a dead end.
     SELECT n.status INTO v_status
     FROM nmc.notificatie AS n WHERE n.id = v_taak.notificatie_id FOR UPDATE;
+    -- Of a final notification (bezorgstatus-onbekend aside) the attempt stays as it was: its
+    -- final delivery proof does not change.
+    IF nmc.is_terminal(v_status) AND v_status <> 'bezorgstatus-onbekend' THEN
+        PERFORM nmc.close_taak(p_taak_id);
+        RETURN 'vastgelegd';
+    END IF;
     UPDATE nmc.poging AS p SET status = 'onbekend'
     WHERE p.id = v_p.id AND p.status = 'verzonden';
     PERFORM nmc.close_taak(p_taak_id);
@@ -169,6 +175,7 @@ COMMENT ON FUNCTION nmc.finish_navraag(bigint, integer, boolean, text, timestamp
 'Commits a reconciliation answer (fenced by epoch). Found with a final status: judged by '
 'nmc.apply_receipt. Found without one: asked again at the next moment of the schedule. '
 'Not found (404), or NotifyNL''s retention over without an outcome: the attempt becomes '
-'onbekend and the notification bezorgstatus-onbekend (unless another attempt still runs); '
+'onbekend and the notification bezorgstatus-onbekend (unless another attempt still runs), '
+'but an attempt of a terminal notification (bezorgstatus-onbekend aside) is left as it is; '
 'an attempt that got its outcome meanwhile (a receipt came while NotifyNL was asked) is '
 'left as it is. Reconciliation is per attempt: the answer concerns the task''s attempt.';

@@ -42,9 +42,15 @@ BEGIN
     -- The operators' audit trail explains events and notifications: it is kept as long as
     -- they are (the delivery-proof retention), then goes. Ids grow with time, so the oldest
     -- actions are the first ones.
+    -- A forced transition is part of its notification's delivery proof: it stays while the
+    -- notification does (forced before the final status, it is older than that).
     WITH batch AS MATERIALIZED (
         SELECT x.id FROM nmc.beheeractie AS x
         WHERE x.tijdstip < v_nu - (SELECT i.bewijs_bewaartermijn FROM nmc.instellingen AS i)
+            AND (
+                x.notificatie_id IS NULL
+                OR NOT EXISTS (SELECT 1 FROM nmc.notificatie AS n WHERE n.id = x.notificatie_id)
+            )
         ORDER BY x.id
         LIMIT p_batch
         FOR UPDATE SKIP LOCKED
@@ -67,7 +73,8 @@ COMMENT ON FUNCTION nmc.delete_expired(integer) IS
 'One small retention batch: notifications terminal for longer than the delivery-proof '
 'retention (with their attempts, tasks, receipt history and settlement record), done '
 'tasks older than 7 days, operator '
-'actions (nmc.beheeractie) older than the delivery-proof retention, and expired quota, '
+'actions (nmc.beheeractie) older than the delivery-proof retention (one of a notification '
+'only once the notification is gone: its proof names it), and expired quota, '
 'budget and feed-rate windows. Returns the counts (notificaties, taken, beheeracties, '
 'quotumvensters); call it until the batched ones are 0. '
 'Event partitions follow their own drop rule (nmc.drop_event_partities).';

@@ -85,6 +85,7 @@ DECLARE
     v_termijn_eind timestamptz;
     v_ander nmc.poging;
     v_tweede nmc.poging;
+    v_vast boolean;
 BEGIN
     SELECT * INTO v_instelling FROM nmc.instellingen;
     SELECT n.* INTO v_n
@@ -96,9 +97,14 @@ BEGIN
         RAISE EXCEPTION 'poging not found' USING ERRCODE = 'NM005';
     END IF;
 
+    -- Final (bezorgstatus-onbekend excepted: a late receipt may still correct it): the
+    -- delivery proof is final too, so nothing on the attempt changes any more; the receipt
+    -- is recorded beside it and shown in the history.
+    v_vast := nmc.is_terminal(v_n.status) AND v_n.status <> 'bezorgstatus-onbekend';
+
     -- The id. No id yet: the worker died between NotifyNL's 201 and its commit, so the
     -- receipt commits the send on its behalf. Another id: a duplicate of this attempt.
-    IF v_p.notifynl_id IS NULL AND p_notifynl_id IS NOT NULL THEN
+    IF v_p.notifynl_id IS NULL AND p_notifynl_id IS NOT NULL AND NOT v_vast THEN
         UPDATE nmc.poging AS p
         SET notifynl_id = p_notifynl_id,
             status = CASE WHEN p.status = 'gepland' THEN 'verzonden' ELSE p.status END,
@@ -152,16 +158,12 @@ BEGIN
     END;
 
     -- An outcome that is settled is never rewritten (its completed_at is the delivery
-    -- proof's): a delivered attempt, unless this failure counts against it, and an attempt
-    -- that no longer runs under a terminal notification (bezorgstatus-onbekend excepted: a
-    -- late receipt may still correct it). Such a receipt is recorded beside the outcome.
+    -- proof's): a delivered attempt, unless this failure counts against it, and every
+    -- attempt of a final notification, also one still running when it became final (its
+    -- final proof stays as it was). Such a receipt is recorded beside the outcome.
     v_vastgelegd := NOT v_telt
         AND NOT (p_status = 'delivered' AND v_n.status IN ('verzonden', 'bezorgstatus-onbekend'))
-        AND v_p.status NOT IN ('gepland', 'verzonden', 'onbekend')
-        AND (
-            v_p.status = 'bezorgd'
-            OR (nmc.is_terminal(v_n.status) AND v_n.status <> 'bezorgstatus-onbekend')
-        );
+        AND (v_p.status = 'bezorgd' OR v_vast);
     IF v_vastgelegd THEN
         PERFORM nmc.record_receipt(p_poging_id, p_status, v_c);
     ELSE
@@ -279,9 +281,11 @@ COMMENT ON FUNCTION nmc.judge_receipt(uuid, uuid, text, timestamptz, timestamptz
 'attempt the open settlement task names and before its term ends (another delivered '
 'attempt then carries bezorgd); other failures and those on non-running attempts are '
 'recorded only. A settled outcome is never rewritten: a receipt that does not count on a '
-'delivered attempt, or on a non-running attempt of a terminal notification other than '
-'bezorgstatus-onbekend, and a status the NMC does not know (counted) are recorded beside '
-'it (nmc.record_receipt). Returns what it did. Internal: called through '
+'delivered attempt, or on any attempt of a terminal notification other than '
+'bezorgstatus-onbekend (also one still running when it became terminal, whose missing '
+'NotifyNL id is not taken over either: the final proof stays), and a status the NMC does '
+'not know (counted) are recorded beside it (nmc.record_receipt). Returns what it did. '
+'Internal: called through '
 'nmc.apply_receipt_v2, which writes the judgement into the receipt history.';
 
 CREATE OR REPLACE FUNCTION nmc.apply_receipt_v2(

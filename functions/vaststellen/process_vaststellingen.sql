@@ -16,8 +16,15 @@ BEGIN
         ORDER BY t.id
     LOOP
         -- Asks NotifyNL nothing: its retention need not cover the settlement term.
+        -- And only on evidence: the attempt it names delivered, with NotifyNL's
+        -- completed_at. Without one (a bezorgd an earlier release let an operator force) it
+        -- stays bezorgd for an operator; the watchdog plans the next term.
         IF (SELECT n.status FROM nmc.notificatie AS n WHERE n.id = v_taak.notificatie_id
-            FOR UPDATE) = 'bezorgd' THEN
+            FOR UPDATE) = 'bezorgd' AND EXISTS (
+            SELECT 1 FROM nmc.poging AS p
+            WHERE p.id = v_taak.poging_id AND p.notificatie_id = v_taak.notificatie_id
+                AND p.status = 'bezorgd' AND p.afgerond_op IS NOT NULL
+        ) THEN
             PERFORM nmc.transition_notificatie(v_taak.notificatie_id, 'definitief-bezorgd');
             -- The delivery proof's settlement: the task goes after a short term, this stays.
             INSERT INTO nmc.vaststelling (
@@ -38,7 +45,8 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION nmc.process_vaststellingen(integer) IS
-'Settles up to p_batch due vaststellen tasks: a notification still bezorgd becomes '
-'definitief-bezorgd, and the settlement is recorded for the delivery proof '
-'(nmc.vaststelling: the attempt, its completed_at, the term, the due time, the settling '
-'time); any other status just closes the task. Returns how many settled.';
+'Settles up to p_batch due vaststellen tasks: a notification still bezorgd whose task names '
+'a delivered attempt with its completed_at becomes definitief-bezorgd, and the settlement '
+'is recorded for the delivery proof (nmc.vaststelling: the attempt, its completed_at, the '
+'term, the due time, the settling time); any other status, or no such attempt, just closes '
+'the task. Returns how many settled.';

@@ -166,17 +166,24 @@ BEGIN
         )
     );
 
-    -- Re-claims: the attempt carries the new epoch.
-    UPDATE nmc.poging AS p SET claim_epoch = u.epoch
-    FROM unnest(v_pogingen, v_epochs, v_paden) AS u (id, epoch, pad)
+    -- Re-claims: the attempt carries the new epoch, and the template it is sent with now
+    -- (the delivery proof names that one, not the berichttype's at a later request).
+    UPDATE nmc.poging AS p SET claim_epoch = u.epoch, notifynl_template_id = b.notifynl_template_id
+    FROM unnest(v_pogingen, v_epochs, v_paden, v_notificaties) AS u (id, epoch, pad, notificatie_id)
+    INNER JOIN nmc.notificatie AS n ON n.id = u.notificatie_id
+    INNER JOIN nmc.berichttype AS b ON b.dv_id = n.dv_id AND b.code = n.berichttype
     WHERE p.id = u.id AND u.pad = 'herclaim';
 
-    -- New attempts, one per first send or resend.
-    INSERT INTO nmc.poging (id, notificatie_id, nummer, claim_epoch, aangemaakt_op)
-    SELECT u.id, u.notificatie_id, u.nummer, u.epoch, v_nu
+    -- New attempts, one per first send or resend, with the template they are sent with.
+    INSERT INTO nmc.poging (
+        id, notificatie_id, nummer, claim_epoch, aangemaakt_op, notifynl_template_id
+    )
+    SELECT u.id, u.notificatie_id, u.nummer, u.epoch, v_nu, b.notifynl_template_id
     FROM unnest(v_pogingen, v_notificaties, v_nummers, v_epochs, v_paden) AS u (
         id, notificatie_id, nummer, epoch, pad
     )
+    INNER JOIN nmc.notificatie AS n ON n.id = u.notificatie_id
+    INNER JOIN nmc.berichttype AS b ON b.dv_id = n.dv_id AND b.code = n.berichttype
     WHERE u.pad IN ('eerste', 'opnieuw');
 
     -- Nothing to send: the task is done.

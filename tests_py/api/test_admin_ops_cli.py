@@ -96,8 +96,13 @@ def test_tasks_list_and_reopen(nmc, admin_env, client, conn):
 
 def test_notificatie_force(nmc, admin_env, client, conn):
     [notificatie_id] = intake(client)
-    refused = nmc("admin", "notificatie", "force", notificatie_id, "bezorgd", "--toelichting", "x")
+    force = ("admin", "notificatie", "force", notificatie_id)
+    refused = nmc(*force, "verzonden", "--toelichting", "x")
     assert refused.exit_code == 1 and "NM001" in refused.err
+    # Only a delivered receipt and the settlement reach these (the delivery proof rests on them).
+    for naar in ("bezorgd", "definitief-bezorgd"):
+        refused = nmc(*force, naar, "--toelichting", "x")
+        assert refused.exit_code == 1 and "NM021" in refused.err
     forced = nmc(
         "admin", "notificatie", "force", notificatie_id, "verlopen", "--reden", "verlopen",
         "--toelichting", "geldigheid handmatig beëindigd",

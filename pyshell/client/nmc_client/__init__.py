@@ -25,7 +25,14 @@ from .api import (
     SnapshotPage,
     Status,
 )
-from .bewijs import Afleverbewijs, BewijsOngeldig, StaticJwks, verify_afleverbewijs
+from .bewijs import (
+    Afleverbewijs,
+    BewijsOngeldig,
+    BewijsTijdOngeldig,
+    BewijsZonderGrond,
+    StaticJwks,
+    verify_afleverbewijs,
+)
 from .feed import FeedReader, MalformedEvent, PollResult, StatusChange
 from .problems import (
     Conflict,
@@ -58,6 +65,8 @@ __all__ = [
     "Afleverbewijs",
     "BatchAccepted",
     "BewijsOngeldig",
+    "BewijsTijdOngeldig",
+    "BewijsZonderGrond",
     "Conflict",
     "CursorExpired",
     "CursorStore",

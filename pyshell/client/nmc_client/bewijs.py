@@ -11,7 +11,14 @@ it means, in this order:
 4. the event chain: sequence 1, 2, ... without a gap up to the notification's `versie`, the
    first from nothing, each `van` the `naar` before it, every (van, naar) a transition the
    NMC allows (SPEC §4), the last one the notification's status; `definitief` exactly when
-   that status is terminal, and then `eindstatus` naming it at the last sequence.
+   that status is terminal, and then `eindstatus` naming it at the last sequence;
+5. the issue time: `iat` (when the proof has it: proofs issued before it was added lack it)
+   a whole number of seconds, not in the future (BewijsTijdOngeldig);
+6. the evidence of `definitief-bezorgd` (BewijsZonderGrond): a settlement (`vaststelling`,
+   settled) on an attempt that is delivered, with a delivered receipt, and the settlement
+   term (`termijn`) passed between that attempt's completed_at and the settlement; and no
+   forced transition (`beheeracties`) into bezorgd or definitief-bezorgd, each forced one
+   the event at its sequence.
 
     from nmc_client import NmcClient
     nmc = NmcClient("https://nmc.example/api/nmc/v1", token_provider=my_iam.token)
@@ -27,9 +34,12 @@ It prints what the proof states and exits 0, or the reason it is not valid and e
 
 import argparse
 import json
+import re
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -70,6 +80,26 @@ class BewijsOngeldig(NmcClientError):
     def __init__(self, reason: str):
         super().__init__(reason)
         self.reason = reason
+
+
+class BewijsZonderGrond(BewijsOngeldig):
+    """A signed proof that states an outcome without the evidence it rests on: a
+    `definitief-bezorgd` without a settlement on a delivered attempt with a delivered receipt
+    and the settlement term between them, or a forced transition into a delivered status."""
+
+
+class BewijsTijdOngeldig(BewijsOngeldig):
+    """The proof's issue time (`iat`) is not a whole number of seconds, or in the future."""
+
+
+# How far an issue time may lie ahead of this machine's clock (clock skew).
+IAT_LEEWAY_SECONDS = 300
+# The statuses only NotifyNL's receipt and the settlement reach; never forced.
+NIET_FORCEERBAAR = frozenset({"bezorgd", "definitief-bezorgd"})
+_DURATION = re.compile(
+    r"\AP(?:(?P<Y>\d+)Y)?(?:(?P<M>\d+)M)?(?:(?P<W>\d+)W)?(?:(?P<D>\d+)D)?"
+    r"(?:T(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?\Z"
+)
 
 
 class KeySource(Protocol):
@@ -154,6 +184,7 @@ def verify_afleverbewijs(
             key,
             algorithms=[alg],
             issuer=issuer,
+            leeway=IAT_LEEWAY_SECONDS,
             options={"require": ["iss", "sub"], "verify_aud": False},
         )
     except jwt.InvalidSignatureError:
@@ -162,14 +193,19 @@ def verify_afleverbewijs(
         raise BewijsOngeldig("the proof is not from this NMC (iss)") from None
     except jwt.MissingRequiredClaimError:
         raise BewijsOngeldig("the proof lacks iss or sub") from None
+    except (jwt.ImmatureSignatureError, jwt.InvalidIssuedAtError):
+        raise BewijsTijdOngeldig("iat is not a time in the past") from None
     except jwt.PyJWTError:
         raise BewijsOngeldig("the proof is not a valid JWS") from None
     check_inhoud(claims, notificatie_id)
     return Afleverbewijs(jws, kid, claims)
 
 
-def check_inhoud(claims: Mapping[str, Any], notificatie_id: str | None = None) -> None:
-    """The checks on a proof's content after its signature (see the module docstring)."""
+def check_inhoud(
+    claims: Mapping[str, Any], notificatie_id: str | None = None, *, now: float | None = None
+) -> None:
+    """The checks on a proof's content after its signature (see the module docstring);
+    `now` (epoch seconds) for the issue time, this machine's clock by default."""
     notificatie = claims.get("notificatie")
     if not isinstance(notificatie, Mapping):
         raise BewijsOngeldig("the proof names no notification")
@@ -209,6 +245,110 @@ def check_inhoud(claims: Mapping[str, Any], notificatie_id: str | None = None) -
             raise BewijsOngeldig("eindstatus does not name the final status at the last event")
     elif eindstatus is not None:
         raise BewijsOngeldig("a proof that is not final names a final status")
+    check_uitgifte(claims, time.time() if now is None else now)
+    check_beheeracties(claims, events)
+    if status == "definitief-bezorgd":
+        check_grond(claims)
+
+
+def check_uitgifte(claims: Mapping[str, Any], now: float) -> None:
+    """`iat`, when present: whole seconds, not ahead of `now` (beyond the leeway). It is the
+    signing machine's clock, when the JWS was made (a retired key is judged by it);
+    `uitgegevenOp` is the NMC's clock, which a test or drill may have moved, so the two are
+    not compared."""
+    if "iat" not in claims:
+        return
+    iat = claims["iat"]
+    if not isinstance(iat, int) or isinstance(iat, bool):
+        raise BewijsTijdOngeldig("iat is not a whole number of seconds")
+    if iat > now + IAT_LEEWAY_SECONDS:
+        raise BewijsTijdOngeldig("iat is not a time in the past")
+
+
+def check_beheeracties(claims: Mapping[str, Any], events: Sequence[Any]) -> None:
+    """Every forced transition the proof names is the event at its sequence, and none is
+    into a status only the evidence reaches."""
+    acties = claims.get("beheeracties", [])
+    if not isinstance(acties, list):
+        raise BewijsOngeldig("beheeracties is not a list")
+    for actie in acties:
+        if not isinstance(actie, Mapping):
+            raise BewijsOngeldig("a beheeractie is not an object")
+        if actie.get("naar") in NIET_FORCEERBAAR:
+            raise BewijsZonderGrond("the proof names a forced transition into a delivered status")
+        sequence = actie.get("sequence")
+        if sequence is None:
+            continue  # forced before the NMC recorded the event's sequence with it
+        event = (
+            events[sequence - 1]
+            if isinstance(sequence, int) and 1 <= sequence <= len(events)
+            else None
+        )
+        if event is None or (event.get("van"), event.get("naar")) != (
+            actie.get("van"),
+            actie.get("naar"),
+        ):
+            raise BewijsOngeldig("a beheeractie is not the event at its sequence")
+
+
+def check_grond(claims: Mapping[str, Any]) -> None:
+    """A `definitief-bezorgd` rests on a settlement of a delivered attempt that has a
+    delivered receipt, the settlement term passed between its completed_at and the
+    settlement."""
+    vaststelling = claims.get("vaststelling")
+    if not isinstance(vaststelling, Mapping):
+        raise BewijsZonderGrond("definitief-bezorgd without a settlement (vaststelling)")
+    vastgesteld = _tijd(vaststelling.get("vastgesteldOp"))
+    afgerond = _tijd(vaststelling.get("afgerondOp"))
+    termijn = _duur(vaststelling.get("termijn"))
+    if vastgesteld is None or afgerond is None or termijn is None:
+        raise BewijsZonderGrond("the settlement lacks its completed_at, term or settling time")
+    pogingen = claims.get("pogingen")
+    poging = next(
+        (
+            p
+            for p in pogingen
+            if isinstance(p, Mapping) and p.get("nummer") == vaststelling.get("poging")
+        ),
+        None,
+    ) if isinstance(pogingen, list) else None  # fmt: skip
+    if poging is None or poging.get("status") != "bezorgd":
+        raise BewijsZonderGrond("the settlement does not rest on a delivered attempt")
+    if _tijd(poging.get("afgerondOp")) != afgerond:
+        raise BewijsZonderGrond("the settlement's completed_at is not its attempt's")
+    receipts = poging.get("receipts")
+    if not isinstance(receipts, list) or not any(
+        isinstance(r, Mapping) and r.get("status") == "delivered" for r in receipts
+    ):
+        raise BewijsZonderGrond("the delivered attempt has no delivered receipt")
+    if vastgesteld - afgerond < termijn:
+        raise BewijsZonderGrond("settled before the settlement term had passed")
+
+
+def _tijd(value: Any) -> datetime | None:
+    """An RFC 3339 time with its offset, or None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else None
+
+
+def _duur(value: Any) -> timedelta | None:
+    """An ISO 8601 duration as PostgreSQL writes one (P7D, PT30M, P1DT2H), or None; a year
+    or month counts at its shortest (365 and 28 days), so a term is never overstated."""
+    match = _DURATION.match(value) if isinstance(value, str) and value != "P" else None
+    if match is None:
+        return None
+    part = {k: float(v) if v else 0.0 for k, v in match.groupdict().items()}
+    return timedelta(
+        days=part["Y"] * 365 + part["M"] * 28 + part["W"] * 7 + part["D"],
+        hours=part["h"],
+        minutes=part["m"],
+        seconds=part["s"],
+    )
 
 
 def _public_key(keys: KeySource, kid: str, alg: str) -> Any:

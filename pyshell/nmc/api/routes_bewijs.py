@@ -3,8 +3,9 @@
 GET /api/nmc/v1/notificaties/{notificatieId}/afleverbewijs
     One call of nmc.get_afleverbewijs; the content is signed here as a JWS (RFC 7515, compact,
     `application/jose`) with the proof ring (nmc.afleverbewijs_signing): claims `iss` (the
-    NMC, its event source), `sub` (the notification id), `uitgegevenDoor` (the same issuer)
-    and the proof's own members. Verifiable offline with the JWKS at /.well-known/jwks.json.
+    NMC, its event source), `sub` (the notification id), `iat` (when it was signed, this
+    machine's clock), `uitgegevenDoor` (the same issuer) and the proof's own members.
+    Verifiable offline with the JWKS at /.well-known/jwks.json.
 GET /api/nmc/v1/notificaties/{notificatieId}/geschiedenis?limiet=&cursor=
     One call of nmc.get_geschiedenis: the same facts as plain JSON, a page at a time.
 
@@ -15,6 +16,7 @@ before it leaves (nmc.api.verstrekking_ldv), as for feed pages; when it cannot b
 """
 
 import re
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -56,7 +58,15 @@ async def afleverbewijs(request: Request) -> Response:
     if not isinstance(bewijs, dict):
         raise internal_error()
     issuer = services.settings.event_source
-    claims = {"iss": issuer, "sub": str(notificatie_id), "uitgegevenDoor": issuer, **bewijs}
+    # iat: when this JWS is made, by this machine's clock (uitgegevenOp is the NMC's clock,
+    # which tests and drills move); a verifier judges a retired key by it.
+    claims = {
+        "iss": issuer,
+        "sub": str(notificatie_id),
+        "iat": int(time.time()),
+        "uitgegevenDoor": issuer,
+        **bewijs,
+    }
     await _record(request, services, dv.dv_id, LDV_AFLEVERBEWIJS, [str(notificatie_id)])
     return Response(ring.sign(claims), media_type=MEDIA_TYPE)
 

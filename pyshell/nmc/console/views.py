@@ -80,6 +80,10 @@ REFUSALS = {
         "Alleen een mislukte taak kan heropend worden; deze is het niet (meer)."
     ),
     sqlstates.TRANSITION_NOT_ALLOWED: "Deze overgang is niet toegestaan vanuit de huidige status.",
+    sqlstates.FORCE_NOT_ALLOWED: (
+        "Bezorgd en definitief-bezorgd volgen alleen uit een ontvangstbevestiging van NotifyNL "
+        "en de vaststelling; forceren kan niet."
+    ),
     sqlstates.REASON_MISMATCH: "Deze reden past niet bij de doelstatus.",
     sqlstates.NOT_FOUND: "Niet gevonden, of de dienstverlener heeft geen webhook.",
     sqlstates.CHECK_VIOLATION: "De toelichting is leeg of te lang.",

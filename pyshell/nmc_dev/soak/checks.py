@@ -243,6 +243,35 @@ def afleverbewijzen(
     return verdict
 
 
+# The members that tell when a proof was issued: the NMC's clock and the signer's.
+ISSUE_TIME = frozenset({"uitgegevenOp", "iat"})
+
+
+def afleverbewijzen_vast(first: Mapping[str, Mapping], later: Mapping[str, Mapping]) -> Verdict:
+    """Every final proof fetched twice (first while the workers still ran, late receipts,
+    reconciliation and settlement going on; later once nothing moves) is the same but for its
+    issue time. bezorgstatus-onbekend is left out: a late receipt may still correct it."""
+    verdict = Verdict("every final proof fetched twice is the same but for its issue time")
+    compared = 0
+    for notificatie_id, claims in sorted(first.items()):
+        if not claims.get("definitief") or claims["notificatie"]["status"] not in ABSORBING:
+            continue
+        compared += 1
+        again = later.get(notificatie_id)
+        if again is None:
+            verdict.violation(f"{notificatie_id}: not fetched again")
+            continue
+        differ = sorted(
+            key
+            for key in (set(claims) | set(again)) - ISSUE_TIME
+            if claims.get(key) != again.get(key)
+        )
+        if differ:
+            verdict.violation(f"{notificatie_id}: the final proof changed: {', '.join(differ)}")
+    verdict.figure = f"{compared} final proofs fetched twice"
+    return verdict
+
+
 # ---------------------------------------------------------------------------------------
 # Duplicate e-mails
 

@@ -364,15 +364,22 @@ class Soak:
         stack = self.stack
         with httpx.Client(timeout=30) as http:
             self.metrics_text = http.get(stack.api_url + "/metrics").text
+
+        # Every terminal notification's delivery proof, as its DV fetches and verifies it:
+        # once while the workers still run (late receipts, reconciliation, settlement) and
+        # once when nothing moves; a final one must not have changed between the two.
+        def fetch_proofs() -> proofs.ProofEvidence:
+            return proofs.fetch(
+                stack.api_url + "/api/nmc/v1",
+                {oin: list(c.held()) for oin, c in self.consumers.items()},
+                issuer=event_source({"NMC_OIN": NMC_OIN}),
+                token_for=self._token,
+            )
+
+        eerder = fetch_proofs()
         for name in stack.worker_names:  # their logs are complete, nothing moves
             stack.stop_child(name)
-        # Every terminal notification's delivery proof, as its DV fetches and verifies it.
-        bewijzen = proofs.fetch(
-            stack.api_url + "/api/nmc/v1",
-            {oin: list(c.held()) for oin, c in self.consumers.items()},
-            issuer=event_source({"NMC_OIN": NMC_OIN}),
-            token_for=self._token,
-        )
+        bewijzen = fetch_proofs()
         stack.stop_child("api")
         database = evidence.read_database(stack.admin_url)
         sims = evidence.read_simulators(stack.notifynl_url, stack.profielservice_url,
@@ -400,6 +407,7 @@ class Soak:
             checks.afleverbewijzen(database.notificaties, database.events, bewijzen.claims,
                                    bewijzen.failures,
                                    {oin: c.held() for oin, c in self.consumers.items()}),
+            checks.afleverbewijzen_vast(eerder.claims, bewijzen.claims),
             *checks.duplicates(counts, sims.sends_per_reference),
             checks.privacy(privacy.scan(outputs, self.work.personal), len(outputs)),
             checks.processes(self.chaos.figures.unexpected_exits,
