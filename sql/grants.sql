@@ -55,6 +55,13 @@ TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.read_feed_pagina(integer, integer, xid8, bigint, timestamptz, integer)
 TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.read_snapshot_pagina(integer, uuid, integer) TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.read_feed_pagina_v2(
+    integer, integer, xid8, bigint, timestamptz, integer, double precision
+) TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.read_snapshot_pagina_v2(
+    integer, uuid, integer, xid8, double precision
+) TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.metrics_replica(double precision) TO nmc_api;
 
 -- The workers (nmc worker).
 GRANT EXECUTE ON FUNCTION nmc.claim_taken(nmc.taak_soort, text, integer) TO nmc_worker;

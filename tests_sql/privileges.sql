@@ -46,6 +46,9 @@ SELECT set_eq(
         ('nmc.take_feed_aanroep_api(integer,integer,xid8,timestamp with time zone)'),
         ('nmc.read_feed_pagina(integer,integer,xid8,bigint,timestamp with time zone,integer)'),
         ('nmc.read_snapshot_pagina(integer,uuid,integer)'),
+        ('nmc.read_feed_pagina_v2(integer,integer,xid8,bigint,timestamp with time zone,integer,double precision)'),
+        ('nmc.read_snapshot_pagina_v2(integer,uuid,integer,xid8,double precision)'),
+        ('nmc.metrics_replica(double precision)'),
         ('nmc.resume_webhook(integer)')$$,
     'nmc_api may execute exactly the API functions'
 );
@@ -168,7 +171,8 @@ SELECT set_eq(
              ('resume_webhook_beheer'), ('ensure_beheerrapporten'), ('begin_beheerrapport'),
              ('finish_beheerrapport'), ('claim_terugkoppelen_v2'), ('record_webhookvalidatie'),
              ('ensure_onderhoud'), ('run_onderhoud'), ('list_herwrap'), ('finish_herwrap'),
-             ('set_event_partitie_breedte')$$,
+             ('set_event_partitie_breedte'), ('read_feed_pagina_v2'),
+             ('read_snapshot_pagina_v2'), ('metrics_replica')$$,
     'exactly the API functions run as SECURITY DEFINER'
 );
 SELECT ok(

@@ -290,14 +290,20 @@ SELECT nmc.take_feed_aanroep_api(
 )
 
 -- read_feed_pagina --
--- The replica's half: the page, read-only under the standby's watermark.
-SELECT nmc.read_feed_pagina(
+-- The replica's half: the page, read-only under the standby's watermark; NMR01 when the
+-- server is more than max_lag seconds behind (then the same call on the primary).
+SELECT nmc.read_feed_pagina_v2(
     %(dv_id)s::integer, %(epoch)s::integer, %(xid)s::xid8, %(event_id)s::bigint,
-    %(uitgegeven_op)s::timestamptz, %(limiet)s::integer
+    %(uitgegeven_op)s::timestamptz, %(limiet)s::integer, %(max_lag)s::double precision
 )
 
 -- read_snapshot_pagina --
-SELECT nmc.read_snapshot_pagina(%(dv_id)s::integer, %(na)s::uuid, %(limiet)s::integer)
+-- watermerk: the first page's watermark (NULL on the first page); NMR01 when this server
+-- is behind it or more than max_lag seconds behind.
+SELECT nmc.read_snapshot_pagina_v2(
+    %(dv_id)s::integer, %(na)s::uuid, %(limiet)s::integer, %(watermerk)s::xid8,
+    %(max_lag)s::double precision
+)
 
 -- resume_webhook --
 SELECT nmc.resume_webhook(%(dv_id)s::integer)
@@ -305,6 +311,10 @@ SELECT nmc.resume_webhook(%(dv_id)s::integer)
 -- api_metrics --
 -- Also what `nmc admin report geen-contactgegevens` reads (as admin).
 SELECT m.naam, m.labels, m.waarde FROM nmc.metrics() AS m
+
+-- api_metrics_replica --
+-- On the replica: the same rows and its replay lag; NMR01 beyond max_lag seconds.
+SELECT m.naam, m.labels, m.waarde FROM nmc.metrics_replica(%(max_lag)s::double precision) AS m
 
 -- api_ready --
 -- Readiness as nmc_api: the clock answers for this role and this version's functions exist
@@ -326,7 +336,13 @@ SELECT
     AND pg_catalog.to_regprocedure(
         'nmc.read_feed_pagina(integer, integer, xid8, bigint, timestamptz, integer)'
     ) IS NOT NULL
-    AND pg_catalog.to_regprocedure('nmc.read_snapshot_pagina(integer, uuid, integer)') IS NOT NULL
+    AND pg_catalog.to_regprocedure(
+        'nmc.read_feed_pagina_v2(integer, integer, xid8, bigint, timestamptz, integer, float8)'
+    ) IS NOT NULL
+    AND pg_catalog.to_regprocedure(
+        'nmc.read_snapshot_pagina_v2(integer, uuid, integer, xid8, float8)'
+    ) IS NOT NULL
+    AND pg_catalog.to_regprocedure('nmc.metrics_replica(float8)') IS NOT NULL
     AND pg_catalog.to_regprocedure('nmc.get_afleverbewijs(integer, uuid)') IS NOT NULL
     AND pg_catalog.to_regprocedure(
         'nmc.get_geschiedenis(integer, uuid, integer, bigint, integer)'

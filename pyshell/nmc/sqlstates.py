@@ -23,6 +23,9 @@ GELDIG_TOT_OUT_OF_RANGE = "NM014"
 CURSOR_EXPIRED = "NM018"
 FEED_RATE_EXCEEDED = "NM019"
 REOPEN_NOT_FAILED = "NM020"
+# Not a refusal: a standby too far behind (the API's lag bound, or a snapshot page's first
+# watermark) for this read; DETAIL = its replay lag in seconds. The API reads on the primary.
+REPLICA_BEHIND = "NMR01"
 # Not a refusal: the intake asks for the unkeyed payload hashes, to judge a replay of a row
 # stored before the payload pepper; the call is made again with them.
 SHA256_NEEDED = "NMP01"
