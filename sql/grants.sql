@@ -143,3 +143,13 @@ GRANT EXECUTE ON FUNCTION nmc.console_force_transition(
     uuid, nmc.notificatie_status, nmc.reden, text, text
 ) TO nmc_console;
 GRANT EXECUTE ON FUNCTION nmc.resume_webhook_beheer(integer, text, text) TO nmc_console;
+-- The console's sessions and the actions that name one (functions/beheer/console_sessie.sql).
+GRANT EXECUTE ON FUNCTION nmc.console_open_sessie(bytea, text, boolean, interval) TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.console_sessie(bytea) TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.console_sluit_sessie(bytea) TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.console_reopen_taak_v2(bigint, text, bytea) TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.console_force_transition_v2(
+    uuid, nmc.notificatie_status, nmc.reden, text, bytea
+) TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.resume_webhook_beheer_v2(integer, text, bytea) TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.console_overgangen(nmc.notificatie_status) TO nmc_console;

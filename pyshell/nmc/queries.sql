@@ -458,8 +458,11 @@ SELECT a.soort::text AS soort, a.dv_id, a.naam, a.open, a.due, a.claimed, a.misl
 FROM nmc.console_achterstand() AS a
 
 -- console_mislukt --
+-- forceerbaar: SQL offers a transition to force from the notification's status.
 SELECT m.id, m.soort::text AS soort, m.dv_id, m.naam, m.notificatie_id,
-    m.status::text AS status, m.due, m.pogingen, m.uitstellen, m.laatste_fout, m.aangemaakt_op
+    m.status::text AS status, m.due, m.pogingen, m.uitstellen, m.laatste_fout, m.aangemaakt_op,
+    m.status IS NOT NULL
+    AND pg_catalog.jsonb_array_length(nmc.console_overgangen(m.status)) > 0 AS forceerbaar
 FROM nmc.console_mislukt(%(limiet)s::integer, %(soort)s::nmc.taak_soort) AS m
 
 -- console_taak --
@@ -520,13 +523,26 @@ SELECT a.id, a.soort, a.notificatie_id, a.taak_id, a.dv_id, a.van::text AS van,
 FROM nmc.console_beheeracties(%(limiet)s::integer, %(voor)s::bigint) AS a
 
 -- console_reopen_taak --
-SELECT nmc.console_reopen_taak(%(taak_id)s::bigint, %(toelichting)s::text, %(door)s::text)
+SELECT nmc.console_reopen_taak_v2(%(taak_id)s::bigint, %(toelichting)s::text, %(sessie)s::bytea)
 
 -- console_force_transition --
-SELECT nmc.console_force_transition(
+SELECT nmc.console_force_transition_v2(
     %(notificatie_id)s::uuid, %(naar)s::nmc.notificatie_status, %(reden)s::nmc.reden,
-    %(toelichting)s::text, %(door)s::text
+    %(toelichting)s::text, %(sessie)s::bytea
 ) AS versie
 
 -- console_resume_webhook --
-SELECT nmc.resume_webhook_beheer(%(dv_id)s::integer, %(toelichting)s::text, %(door)s::text)
+SELECT nmc.resume_webhook_beheer_v2(%(dv_id)s::integer, %(toelichting)s::text, %(sessie)s::bytea)
+
+-- console_open_sessie --
+-- After the console verified the IAM token: the session's CSRF token.
+SELECT nmc.console_open_sessie(
+    %(sessie)s::bytea, %(subject)s::text, %(mag_handelen)s::boolean, %(duur)s::interval
+) AS csrf
+
+-- console_sessie --
+SELECT s.subject, s.mag_handelen, s.csrf, s.verloopt_op
+FROM nmc.console_sessie(%(sessie)s::bytea) AS s
+
+-- console_sluit_sessie --
+SELECT nmc.console_sluit_sessie(%(sessie)s::bytea) AS gesloten

@@ -32,6 +32,7 @@ SHA256_NEEDED = "NMP01"
 
 # PostgreSQL's own.
 CHECK_VIOLATION = "23514"
+INSUFFICIENT_PRIVILEGE = "42501"  # also: a console action without a live operator session
 DEADLOCK_DETECTED = "40P01"
 SERIALIZATION_FAILURE = "40001"
 ADMIN_SHUTDOWN = "57P01"
