@@ -35,7 +35,6 @@ from nmc.api.auth_errors import Unauthenticated
 from nmc.console.settings import ConsoleSettings
 
 COOKIE = "nmc_console"
-MAX_COOKIE_TOKEN = 4000  # a browser keeps about 4 KB per cookie
 
 
 class Forbidden(Exception):

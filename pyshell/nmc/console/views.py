@@ -189,6 +189,8 @@ def page(*, act: bool = False) -> Callable[[Handler], Callable[[Request], Awaita
                 )
             except JwksUnavailable:
                 return error_page(request, None, 503, "De sleutels van de IAM zijn niet te laden.")
+            except (psycopg.OperationalError, PoolTimeout):  # the sessions are in the database
+                return error_page(request, None, 503, "De database is niet bereikbaar.")
             if act and not operator.may_act:
                 return error_page(
                     request, operator, 403, "Alleen de beheerdersrol mag deze actie uitvoeren."
