@@ -55,6 +55,13 @@ TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.read_feed_pagina(integer, integer, xid8, bigint, timestamptz, integer)
 TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.read_snapshot_pagina(integer, uuid, integer) TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.read_feed_pagina_v2(
+    integer, integer, xid8, bigint, timestamptz, integer, double precision
+) TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.read_snapshot_pagina_v2(
+    integer, uuid, integer, xid8, double precision
+) TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.metrics_replica(double precision) TO nmc_api;
 
 -- The workers (nmc worker).
 GRANT EXECUTE ON FUNCTION nmc.claim_taken(nmc.taak_soort, text, integer) TO nmc_worker;
@@ -136,3 +143,13 @@ GRANT EXECUTE ON FUNCTION nmc.console_force_transition(
     uuid, nmc.notificatie_status, nmc.reden, text, text
 ) TO nmc_console;
 GRANT EXECUTE ON FUNCTION nmc.resume_webhook_beheer(integer, text, text) TO nmc_console;
+-- The console's sessions and the actions that name one (functions/beheer/console_sessie.sql).
+GRANT EXECUTE ON FUNCTION nmc.console_open_sessie(bytea, text, boolean, interval) TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.console_sessie(bytea) TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.console_sluit_sessie(bytea) TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.console_reopen_taak_v2(bigint, text, bytea) TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.console_force_transition_v2(
+    uuid, nmc.notificatie_status, nmc.reden, text, bytea
+) TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.resume_webhook_beheer_v2(integer, text, bytea) TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.console_overgangen(nmc.notificatie_status) TO nmc_console;

@@ -151,6 +151,10 @@ def serves(
         return _starlette_serves(_sim_app(args, environ or {}), path, method)
     if name == "worker":
         return worker_answers([path])[path] != 404
+    if name == "console":
+        from nmc.console.app import create_app as console_app
+
+        return _starlette_serves(console_app(), path, method)
     raise AssertionError(f"`nmc {name}` serves no HTTP")
 
 

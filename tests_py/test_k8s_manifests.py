@@ -148,7 +148,7 @@ def test_the_image_is_set_by_the_kustomization(documents):
 
 def test_the_workloads_are_there(documents):
     commands = {command_name(c["args"]) for _, _, c in containers(documents)}
-    assert commands == {"api", "worker", "migrate"}
+    assert commands == {"api", "worker", "migrate", "console"}
     for deployment in of_kind(documents, "Deployment"):
         assert deployment["spec"]["replicas"] >= 2, "stateless: more than one replica"
 
@@ -229,7 +229,7 @@ def test_probes_ask_real_health_paths_on_the_listening_port(documents):
                 probed.add((command_name(args), kind, probe["path"]))
             assert container["readinessProbe"]["httpGet"]["path"] == "/health/ready"
             assert container["livenessProbe"]["httpGet"]["path"] == "/health/live"
-    assert {c for c, _, _ in probed} == {"api", "worker"}
+    assert {c for c, _, _ in probed} == {"api", "worker", "console"}
 
 
 # After SIGTERM the worker waits up to SHUTDOWN_GRACE_S for the tasks it holds, then closes
@@ -300,7 +300,11 @@ def test_the_migration_connects_as_a_role_that_may_create_roles(documents, clust
 # Database roles: the Kubernetes shape can log in
 
 # Which role each command connects as, and the variable it reads the URL from (the code's).
-DATABASE_URL_OF = {"api": "NMC_API_DATABASE_URL", "worker": "NMC_WORKER_DATABASE_URL"}
+DATABASE_URL_OF = {
+    "api": "NMC_API_DATABASE_URL",
+    "worker": "NMC_WORKER_DATABASE_URL",
+    "console": "NMC_CONSOLE_DATABASE_URL",
+}
 
 
 def managed_roles(cluster) -> dict[str, dict[str, Any]]:
@@ -344,7 +348,7 @@ def test_every_role_a_deployment_connects_as_is_declared_with_a_password(documen
                 f"{role.get('passwordSecret')}, the pods send the one in {secret['name']}"
             )
             seen.add(user)
-    assert seen == {"nmc_api", "nmc_worker"}
+    assert seen == {"nmc_api", "nmc_worker", "nmc_console"}
 
 
 def test_the_pods_reach_postgresql_through_the_read_write_pooler(documents):
@@ -436,7 +440,32 @@ def test_the_core_manifests_pass_strict_schema_validation(documents):
                 f"at {'/'.join(str(p) for p in error.path)}"
             ) from None
         validated.append(doc["kind"])
-    assert sorted(validated) == ["ConfigMap", "Deployment", "Deployment", "Job", "Service"]
+    assert sorted(validated) == [
+        "ConfigMap",
+        "Deployment",
+        "Deployment",
+        "Deployment",
+        "Job",
+        "Service",
+        "Service",
+    ]
     assert sorted(k for _, k in skipped) == ["Cluster", "Pooler", "Pooler", "PrometheusRule"]
     if how == "kubectl kustomize":
         assert {d["metadata"].get("namespace") for d in built} == {"nmc"}
+
+
+def test_the_console_runs_behind_the_proxy_with_its_own_audience_and_public_url(documents):
+    """Its own audience (never the DV API's), the public origin its forms come from (a proxy
+    in front rewrites Host), and more than one replica (sessions are in the database)."""
+    [console] = [
+        d for d in of_kind(documents, "Deployment") if d["metadata"]["name"] == "nmc-console"
+    ]
+    [container] = pod_spec(console)["containers"]
+    env = config_env(documents, container)
+    [config] = of_kind(documents, "ConfigMap")
+    assert env["NMC_CONSOLE_OAUTH_AUDIENCE"] not in ("", config["data"]["NMC_OAUTH_AUDIENCE"])
+    assert {"NMC_OAUTH_ISSUER", "NMC_OAUTH_JWKS_URL"} <= set(env), "the DV API's IAM"
+    assert env["NMC_CONSOLE_PUBLIC_URL"].startswith("https://")
+    assert console["spec"]["replicas"] >= 2
+    [service] = [d for d in of_kind(documents, "Service") if d["metadata"]["name"] == "nmc-console"]
+    assert service["spec"]["selector"] == console["spec"]["selector"]["matchLabels"]

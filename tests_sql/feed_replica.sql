@@ -4,7 +4,7 @@
 -- ago (the events of this open transaction lie above the watermark; pytest runs the read
 -- on a real streaming standby).
 BEGIN;
-SELECT plan(20);
+SELECT plan(33);
 \ir fixtures/setup.sql
 
 INSERT INTO nmc.event (notificatie_id, dv_id, sequence, van, naar, tijdstip, xid)
@@ -91,6 +91,63 @@ SELECT is(
     'and so is the page after it'
 );
 
+-- The _v2 forms: a standby reads only while it is fresh enough (NMR01 otherwise, DETAIL =
+-- its replay lag in seconds; the API then reads on the primary). On a primary the lag is 0.
+SELECT is(nmc.replica_achterstand(), 0::double precision, 'a primary has no replay lag');
+SELECT is(
+    nmc.check_replica(0, pg_snapshot_xmin(pg_current_snapshot())), 0::double precision,
+    'nmc.check_replica passes a server at the watermark within the bound, with its lag'
+);
+SELECT throws_ok(
+    $$SELECT nmc.check_replica(NULL, pg_snapshot_xmax(pg_current_snapshot()))$$, 'NMR01', NULL,
+    'and refuses one whose watermark is below the one asked for'
+);
+SELECT is(
+    nmc.read_feed_pagina_v2(1001, 1, '11'::xid8, 0, nmc.now(), 5, 0)::jsonb,
+    nmc.read_feed_pagina(1001, 1, '11'::xid8, 0, nmc.now(), 5)::jsonb,
+    'read_feed_pagina_v2 within its lag bound: the page of the old form'
+);
+SELECT is(
+    nmc.read_snapshot_pagina_v2(1001, NULL, 2, NULL, 0) - 'xid',
+    nmc.read_snapshot_pagina(1001, NULL, 2) - 'xid',
+    'a first snapshot page (no watermark yet): the page of the old form'
+);
+SELECT is(
+    nmc.read_snapshot_pagina_v2(
+        1001, (nmc.read_snapshot_pagina(1001, NULL, 2) ->> 'laatste')::uuid, 1000,
+        (nmc.read_snapshot_pagina(1001, NULL, 2) ->> 'xid')::xid8, 0
+    ) - 'xid',
+    nmc.read_snapshot_pagina(1001, (nmc.read_snapshot_pagina(1001, NULL, 2) ->> 'laatste')::uuid)
+    - 'xid',
+    'a later page on a server at least as new as the first page: read there'
+);
+SELECT is(
+    pg_temp.fout(
+        $$SELECT nmc.read_snapshot_pagina_v2(1001, NULL, 2,
+            (pg_snapshot_xmax(pg_current_snapshot())::text::bigint + 5)::text::xid8, 0)$$
+    ),
+    'NMR01:0',
+    'a later page on a server behind the first page''s watermark: refused (NMR01, its lag)'
+);
+SELECT is(
+    pg_temp.fout(
+        $$SELECT nmc.read_snapshot_pagina_v2(1001, NULL, 2,
+            (pg_snapshot_xmax(pg_current_snapshot())::text::bigint + 5)::text::xid8, NULL)$$
+    ),
+    'NMR01:0',
+    'also without a lag bound'
+);
+SELECT throws_ok(
+    $$SELECT nmc.read_snapshot_pagina_v2(999, NULL, 2, NULL, 0)$$, 'NM010', NULL,
+    'an unknown DV is refused'
+);
+SELECT set_eq(
+    $$SELECT m.naam, m.labels, m.waarde FROM nmc.metrics_replica(0) AS m$$,
+    $$SELECT m.naam, m.labels, m.waarde FROM nmc.metrics() AS m
+      UNION ALL SELECT 'nmc_replica_achterstand_seconden', '{}'::jsonb, 0$$,
+    'metrics_replica: nmc.metrics() and the replay lag of the server it reads'
+);
+
 -- A hot standby runs read-only transactions only: p_sql in a read-only subtransaction,
 -- 'SQLSTATE:' of its error or 'ok' (the subtransaction is rolled back either way).
 CREATE FUNCTION pg_temp.alleen_lezen(p_sql text) RETURNS text
@@ -119,6 +176,19 @@ SELECT is(
 SELECT is(
     pg_temp.alleen_lezen('SELECT nmc.read_snapshot_pagina(1001, NULL, 10)'), 'ok',
     'nmc.read_snapshot_pagina runs read-only'
+);
+
+SELECT is(
+    pg_temp.alleen_lezen('SELECT nmc.read_feed_pagina_v2(1001, NULL, NULL, NULL, NULL, 10, 1)'),
+    'ok', 'nmc.read_feed_pagina_v2 runs read-only'
+);
+SELECT is(
+    pg_temp.alleen_lezen('SELECT nmc.read_snapshot_pagina_v2(1001, NULL, 10, NULL, 1)'), 'ok',
+    'nmc.read_snapshot_pagina_v2 runs read-only'
+);
+SELECT is(
+    pg_temp.alleen_lezen('SELECT count(*) FROM nmc.metrics_replica(1)'), 'ok',
+    'nmc.metrics_replica runs read-only'
 );
 
 SELECT * FROM finish();

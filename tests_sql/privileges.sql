@@ -46,6 +46,9 @@ SELECT set_eq(
         ('nmc.take_feed_aanroep_api(integer,integer,xid8,timestamp with time zone)'),
         ('nmc.read_feed_pagina(integer,integer,xid8,bigint,timestamp with time zone,integer)'),
         ('nmc.read_snapshot_pagina(integer,uuid,integer)'),
+        ('nmc.read_feed_pagina_v2(integer,integer,xid8,bigint,timestamp with time zone,integer,double precision)'),
+        ('nmc.read_snapshot_pagina_v2(integer,uuid,integer,xid8,double precision)'),
+        ('nmc.metrics_replica(double precision)'),
         ('nmc.resume_webhook(integer)')$$,
     'nmc_api may execute exactly the API functions'
 );
@@ -115,7 +118,14 @@ SELECT set_eq(
         ('nmc.console_beheeracties(integer,bigint)'),
         ('nmc.console_reopen_taak(bigint,text,text)'),
         ('nmc.console_force_transition(uuid,nmc.notificatie_status,nmc.reden,text,text)'),
-        ('nmc.resume_webhook_beheer(integer,text,text)')$$,
+        ('nmc.resume_webhook_beheer(integer,text,text)'),
+        ('nmc.console_open_sessie(bytea,text,boolean,interval)'),
+        ('nmc.console_sessie(bytea)'),
+        ('nmc.console_sluit_sessie(bytea)'),
+        ('nmc.console_reopen_taak_v2(bigint,text,bytea)'),
+        ('nmc.console_force_transition_v2(uuid,nmc.notificatie_status,nmc.reden,text,bytea)'),
+        ('nmc.resume_webhook_beheer_v2(integer,text,bytea)'),
+        ('nmc.console_overgangen(nmc.notificatie_status)')$$,
     'nmc_console may execute exactly the console''s reads and the beheer actions'
 );
 SELECT is_empty(
@@ -168,7 +178,11 @@ SELECT set_eq(
              ('resume_webhook_beheer'), ('ensure_beheerrapporten'), ('begin_beheerrapport'),
              ('finish_beheerrapport'), ('claim_terugkoppelen_v2'), ('record_webhookvalidatie'),
              ('ensure_onderhoud'), ('run_onderhoud'), ('list_herwrap'), ('finish_herwrap'),
-             ('set_event_partitie_breedte')$$,
+             ('set_event_partitie_breedte'), ('read_feed_pagina_v2'),
+             ('read_snapshot_pagina_v2'), ('metrics_replica'), ('console_open_sessie'),
+             ('console_sessie'), ('console_sluit_sessie'), ('console_reopen_taak_v2'),
+             ('console_force_transition_v2'), ('resume_webhook_beheer_v2'),
+             ('console_overgangen')$$,
     'exactly the API functions run as SECURITY DEFINER'
 );
 SELECT ok(

@@ -118,6 +118,40 @@ COMMENT ON FUNCTION nmc.console_taak(bigint) IS
 'One task for the console (no row when it does not exist or was cleaned up): state, '
 'counters, error class, lease end, and the status of its notification.';
 
+CREATE OR REPLACE FUNCTION nmc.console_overgangen(p_status nmc.notificatie_status)
+RETURNS jsonb
+LANGUAGE sql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT coalesce((
+        -- The pairs an operator may force from here (not the resend's verzonden ->
+        -- verzonden: without a new attempt it would only raise the version; never into
+        -- bezorgd or definitief-bezorgd, nmc.forceerbaar), each with the reasons that fit
+        -- its target (an empty list: no reason).
+        SELECT pg_catalog.jsonb_agg(
+            pg_catalog.jsonb_build_object(
+                'naar', a.naar,
+                'redenen', coalesce((
+                    SELECT pg_catalog.jsonb_agg(r.reden ORDER BY r.reden)
+                    FROM pg_catalog.unnest(
+                        pg_catalog.enum_range(NULL::nmc.reden)
+                    ) AS r (reden)
+                    WHERE nmc.reden_fits(a.naar, r.reden)
+                ), '[]'::jsonb)
+            ) ORDER BY a.naar
+        )
+        FROM nmc.allowed_transitions() AS a
+        WHERE a.van = p_status AND a.naar <> a.van AND nmc.forceerbaar(a.naar)
+    ), '[]'::jsonb)
+$$;
+COMMENT ON FUNCTION nmc.console_overgangen(nmc.notificatie_status) IS
+'The transitions an operator may force from a status ([{naar, redenen}], empty: nothing to '
+'force): the allowed pairs less the resend''s verzonden -> verzonden and those into bezorgd '
+'or definitief-bezorgd (nmc.forceerbaar), each with the reasons '
+'that fit its target. What the console offers on a notification and links from /mislukt.';
+
 CREATE OR REPLACE FUNCTION nmc.console_notificatie(p_notificatie_id uuid)
 RETURNS TABLE (
     id uuid, dv_id integer, naam text, berichttype text, regie nmc.regie,
@@ -132,26 +166,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT n.id, n.dv_id, d.naam, n.berichttype, n.regie, n.status, n.reden, n.versie,
         n.aangenomen_op, n.geldig_tot, n.terminaal_op,
-        coalesce((
-            -- The pairs an operator may force from here (not the resend's verzonden ->
-            -- verzonden: without a new attempt it would only raise the version; never into
-            -- bezorgd or definitief-bezorgd, nmc.forceerbaar), each with
-            -- the reasons that fit its target (an empty list: no reason).
-            SELECT pg_catalog.jsonb_agg(
-                pg_catalog.jsonb_build_object(
-                    'naar', a.naar,
-                    'redenen', coalesce((
-                        SELECT pg_catalog.jsonb_agg(r.reden ORDER BY r.reden)
-                        FROM pg_catalog.unnest(
-                            pg_catalog.enum_range(NULL::nmc.reden)
-                        ) AS r (reden)
-                        WHERE nmc.reden_fits(a.naar, r.reden)
-                    ), '[]'::jsonb)
-                ) ORDER BY a.naar
-            )
-            FROM nmc.allowed_transitions() AS a
-            WHERE a.van = n.status AND a.naar <> a.van AND nmc.forceerbaar(a.naar)
-        ), '[]'::jsonb)
+        nmc.console_overgangen(n.status)
     FROM nmc.notificatie AS n
     INNER JOIN nmc.dienstverlener AS d ON d.dv_id = n.dv_id
     WHERE n.id = p_notificatie_id
@@ -416,7 +431,9 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION nmc.console_reopen_taak(bigint, text, text) IS
-'The console''s reopen: nmc.reopen_taak (mislukt only, NM020 otherwise), audited.';
+'Kept for the previous release (replaced by nmc.console_reopen_taak_v2, where the session '
+'says who acts): the console''s reopen, nmc.reopen_taak (mislukt only, NM020 otherwise), '
+'audited under the p_door its caller names.';
 
 CREATE OR REPLACE FUNCTION nmc.console_force_transition(
     p_notificatie_id uuid, p_naar nmc.notificatie_status, p_reden nmc.reden,
@@ -434,10 +451,11 @@ $$;
 COMMENT ON FUNCTION nmc.console_force_transition(
     uuid, nmc.notificatie_status, nmc.reden, text, text
 ) IS
-'The console''s forced transition: nmc.force_transition (through the single writer, allowed '
-'pairs only: NM001; never into bezorgd or definitief-bezorgd: NM021; a fitting reason: '
-'NM013; NM005 not found), audited. Returns the new '
-'version.';
+'Kept for the previous release (replaced by nmc.console_force_transition_v2, where the '
+'session says who acts): nmc.force_transition (through the single writer, allowed pairs '
+'only: NM001; never into bezorgd or definitief-bezorgd: NM021; a fitting reason: NM013; '
+'NM005 not found), audited under the p_door its '
+'caller names. Returns the new version.';
 
 CREATE OR REPLACE FUNCTION nmc.resume_webhook_beheer(
     p_dv_id integer, p_toelichting text, p_door text
@@ -458,4 +476,6 @@ END
 $$;
 COMMENT ON FUNCTION nmc.resume_webhook_beheer(integer, text, text) IS
 'An operator resumes a DV''s paused or disabled webhook: nmc.resume_webhook (keeps the '
-'delivery position; NM005 when the DV has no webhook), audited in nmc.beheeractie.';
+'delivery position; NM005 when the DV has no webhook), audited in nmc.beheeractie. The '
+'console calls nmc.resume_webhook_beheer_v2 (the session says who); this form is kept for '
+'the previous release.';

@@ -184,3 +184,26 @@ COMMENT ON FUNCTION nmc.metrics() IS
 'age and validation, the rows of the default event partition, how long the watermark holds '
 'back the oldest committed event, and the age of the oldest open write transaction (when '
 'the owner has pg_read_all_stats).';
+
+CREATE OR REPLACE FUNCTION nmc.metrics_replica(p_max_achterstand double precision)
+RETURNS TABLE (naam text, labels jsonb, waarde double precision)
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+    v_achterstand CONSTANT double precision := nmc.check_replica(p_max_achterstand, NULL);
+BEGIN
+    RETURN QUERY
+    SELECT m.naam, m.labels, m.waarde FROM nmc.metrics() AS m
+    UNION ALL
+    SELECT 'nmc_replica_achterstand_seconden', '{}'::jsonb, v_achterstand;
+END
+$$;
+COMMENT ON FUNCTION nmc.metrics_replica(double precision) IS
+'/metrics read on a standby: the rows of nmc.metrics() plus nmc_replica_achterstand_seconden '
+'(the replay lag of this server, nmc.replica_achterstand), or NMR01 (DETAIL = that lag) when '
+'it is more than p_max_achterstand seconds behind: the API then reads nmc.metrics() on the '
+'primary and exports the lag from the DETAIL.';

@@ -290,14 +290,20 @@ SELECT nmc.take_feed_aanroep_api(
 )
 
 -- read_feed_pagina --
--- The replica's half: the page, read-only under the standby's watermark.
-SELECT nmc.read_feed_pagina(
+-- The replica's half: the page, read-only under the standby's watermark; NMR01 when the
+-- server is more than max_lag seconds behind (then the same call on the primary).
+SELECT nmc.read_feed_pagina_v2(
     %(dv_id)s::integer, %(epoch)s::integer, %(xid)s::xid8, %(event_id)s::bigint,
-    %(uitgegeven_op)s::timestamptz, %(limiet)s::integer
+    %(uitgegeven_op)s::timestamptz, %(limiet)s::integer, %(max_lag)s::double precision
 )
 
 -- read_snapshot_pagina --
-SELECT nmc.read_snapshot_pagina(%(dv_id)s::integer, %(na)s::uuid, %(limiet)s::integer)
+-- watermerk: the first page's watermark (NULL on the first page); NMR01 when this server
+-- is behind it or more than max_lag seconds behind.
+SELECT nmc.read_snapshot_pagina_v2(
+    %(dv_id)s::integer, %(na)s::uuid, %(limiet)s::integer, %(watermerk)s::xid8,
+    %(max_lag)s::double precision
+)
 
 -- resume_webhook --
 SELECT nmc.resume_webhook(%(dv_id)s::integer)
@@ -305,6 +311,10 @@ SELECT nmc.resume_webhook(%(dv_id)s::integer)
 -- api_metrics --
 -- Also what `nmc admin report geen-contactgegevens` reads (as admin).
 SELECT m.naam, m.labels, m.waarde FROM nmc.metrics() AS m
+
+-- api_metrics_replica --
+-- On the replica: the same rows and its replay lag; NMR01 beyond max_lag seconds.
+SELECT m.naam, m.labels, m.waarde FROM nmc.metrics_replica(%(max_lag)s::double precision) AS m
 
 -- api_ready --
 -- Readiness as nmc_api: the clock answers for this role and this version's functions exist
@@ -326,7 +336,13 @@ SELECT
     AND pg_catalog.to_regprocedure(
         'nmc.read_feed_pagina(integer, integer, xid8, bigint, timestamptz, integer)'
     ) IS NOT NULL
-    AND pg_catalog.to_regprocedure('nmc.read_snapshot_pagina(integer, uuid, integer)') IS NOT NULL
+    AND pg_catalog.to_regprocedure(
+        'nmc.read_feed_pagina_v2(integer, integer, xid8, bigint, timestamptz, integer, float8)'
+    ) IS NOT NULL
+    AND pg_catalog.to_regprocedure(
+        'nmc.read_snapshot_pagina_v2(integer, uuid, integer, xid8, float8)'
+    ) IS NOT NULL
+    AND pg_catalog.to_regprocedure('nmc.metrics_replica(float8)') IS NOT NULL
     AND pg_catalog.to_regprocedure('nmc.get_afleverbewijs(integer, uuid)') IS NOT NULL
     AND pg_catalog.to_regprocedure(
         'nmc.get_geschiedenis(integer, uuid, integer, bigint, integer)'
@@ -442,8 +458,11 @@ SELECT a.soort::text AS soort, a.dv_id, a.naam, a.open, a.due, a.claimed, a.misl
 FROM nmc.console_achterstand() AS a
 
 -- console_mislukt --
+-- forceerbaar: SQL offers a transition to force from the notification's status.
 SELECT m.id, m.soort::text AS soort, m.dv_id, m.naam, m.notificatie_id,
-    m.status::text AS status, m.due, m.pogingen, m.uitstellen, m.laatste_fout, m.aangemaakt_op
+    m.status::text AS status, m.due, m.pogingen, m.uitstellen, m.laatste_fout, m.aangemaakt_op,
+    m.status IS NOT NULL
+    AND pg_catalog.jsonb_array_length(nmc.console_overgangen(m.status)) > 0 AS forceerbaar
 FROM nmc.console_mislukt(%(limiet)s::integer, %(soort)s::nmc.taak_soort) AS m
 
 -- console_taak --
@@ -504,13 +523,26 @@ SELECT a.id, a.soort, a.notificatie_id, a.taak_id, a.dv_id, a.van::text AS van,
 FROM nmc.console_beheeracties(%(limiet)s::integer, %(voor)s::bigint) AS a
 
 -- console_reopen_taak --
-SELECT nmc.console_reopen_taak(%(taak_id)s::bigint, %(toelichting)s::text, %(door)s::text)
+SELECT nmc.console_reopen_taak_v2(%(taak_id)s::bigint, %(toelichting)s::text, %(sessie)s::bytea)
 
 -- console_force_transition --
-SELECT nmc.console_force_transition(
+SELECT nmc.console_force_transition_v2(
     %(notificatie_id)s::uuid, %(naar)s::nmc.notificatie_status, %(reden)s::nmc.reden,
-    %(toelichting)s::text, %(door)s::text
+    %(toelichting)s::text, %(sessie)s::bytea
 ) AS versie
 
 -- console_resume_webhook --
-SELECT nmc.resume_webhook_beheer(%(dv_id)s::integer, %(toelichting)s::text, %(door)s::text)
+SELECT nmc.resume_webhook_beheer_v2(%(dv_id)s::integer, %(toelichting)s::text, %(sessie)s::bytea)
+
+-- console_open_sessie --
+-- After the console verified the IAM token: the session's CSRF token.
+SELECT nmc.console_open_sessie(
+    %(sessie)s::bytea, %(subject)s::text, %(mag_handelen)s::boolean, %(duur)s::interval
+) AS csrf
+
+-- console_sessie --
+SELECT s.subject, s.mag_handelen, s.csrf, s.verloopt_op
+FROM nmc.console_sessie(%(sessie)s::bytea) AS s
+
+-- console_sluit_sessie --
+SELECT nmc.console_sluit_sessie(%(sessie)s::bytea) AS gesloten

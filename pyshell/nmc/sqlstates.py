@@ -24,12 +24,16 @@ CURSOR_EXPIRED = "NM018"
 FEED_RATE_EXCEEDED = "NM019"
 REOPEN_NOT_FAILED = "NM020"
 FORCE_NOT_ALLOWED = "NM021"
+# Not a refusal: a standby too far behind (the API's lag bound, or a snapshot page's first
+# watermark) for this read; DETAIL = its replay lag in seconds. The API reads on the primary.
+REPLICA_BEHIND = "NMR01"
 # Not a refusal: the intake asks for the unkeyed payload hashes, to judge a replay of a row
 # stored before the payload pepper; the call is made again with them.
 SHA256_NEEDED = "NMP01"
 
 # PostgreSQL's own.
 CHECK_VIOLATION = "23514"
+INSUFFICIENT_PRIVILEGE = "42501"  # also: a console action without a live operator session
 DEADLOCK_DETECTED = "40P01"
 SERIALIZATION_FAILURE = "40001"
 ADMIN_SHUTDOWN = "57P01"

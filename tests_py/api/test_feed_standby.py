@@ -17,11 +17,12 @@ import random
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
 import pytest
-from apitest import OIN_A, TEMPLATE_ID, auth, dv_document
+from apitest import BASE, OIN_A, TEMPLATE_ID, auth, dv_document
 from feedtest import ACK, FEED, SNAPSHOT, intake, read_until
 from starlette.testclient import TestClient
 
@@ -174,12 +175,66 @@ def test_fifty_writers_on_the_primary_and_a_reader_on_the_standby_agree_exactly(
 
 @pytest.fixture
 def standby_client(api_env, pair, monkeypatch) -> Iterator[tuple[TestClient, int]]:
-    """The app on the replicated pair: nmc_api on the primary, the replica on the standby."""
+    """The app on the replicated pair: nmc_api on the primary, the replica on the standby
+    (with a lag bound no paused standby of these tests reaches)."""
     dv_id = _apply_dv(pair.url(pair.primary), OIN_A)
     monkeypatch.setenv("NMC_API_DATABASE_URL", pair.url(pair.primary, "api"))
     monkeypatch.setenv("NMC_API_REPLICA_DATABASE_URL", pair.url(pair.standby, "api"))
+    monkeypatch.setenv("NMC_API_REPLICA_MAX_LAG_SECONDS", "3600")
     with TestClient(create_app(), raise_server_exceptions=False) as client:
         yield client, dv_id
+
+
+@contextmanager
+def _app(monkeypatch: pytest.MonkeyPatch, **env: str | None) -> Iterator[TestClient]:
+    """Another app on the same pair (and the same keys), with `env` changed (None: unset)."""
+    with monkeypatch.context() as patch:
+        for name, value in env.items():
+            if value is None:
+                patch.delenv(name, raising=False)
+            else:
+                patch.setenv(name, value)
+        with TestClient(create_app(), raise_server_exceptions=False) as client:
+            yield client
+
+
+@contextmanager
+def _replay_paused(pair: Replicated) -> Iterator[None]:
+    with pair.standby.connect() as standby:
+        standby.execute("SELECT pg_catalog.pg_wal_replay_pause()")
+        try:
+            yield
+        finally:
+            standby.execute("SELECT pg_catalog.pg_wal_replay_resume()")
+    pair.replicas.wait_caught_up(pair.standby)
+
+
+def _received(pair: Replicated) -> None:
+    """Until the standby has received (not replayed) all the primary's WAL up to now."""
+    with psycopg.connect(pair.url(pair.primary), autocommit=True) as primary:
+        target = primary.execute("SELECT pg_catalog.pg_current_wal_lsn()").fetchone()[0]
+    with pair.standby.connect() as standby:
+        deadline = time.monotonic() + 20
+        while standby.execute(
+            "SELECT pg_catalog.pg_wal_lsn_diff(%s::pg_lsn, pg_catalog.pg_last_wal_receive_lsn())"
+            " > 0",
+            (target,),
+        ).fetchone()[0]:
+            assert time.monotonic() < deadline, "the standby never received the WAL"
+            time.sleep(0.02)
+
+
+def _watermark_past(pair: Replicated, dv_id: int, notificatie_id: str) -> None:
+    """Until the primary's watermark is past the newest event of the notification."""
+    with psycopg.connect(pair.url(pair.primary), autocommit=True) as primary:
+        deadline = time.monotonic() + 20
+        while not primary.execute(
+            "SELECT max(e.xid) < pg_snapshot_xmin(pg_current_snapshot()) FROM nmc.event AS e"
+            " WHERE e.dv_id = %s AND e.notificatie_id = %s::uuid",
+            (dv_id, notificatie_id),
+        ).fetchone()[0]:
+            assert time.monotonic() < deadline, "the watermark never passed the event"
+            time.sleep(0.02)
 
 
 def _calls(pair: Replicated, dv_id: int) -> int:
@@ -248,3 +303,69 @@ def test_an_unreachable_replica_costs_no_503(api_env, dvs, monkeypatch, caplog):
         assert client.get("/metrics").status_code == 200
     assert "replica unavailable" in caplog.text
     assert with_overrides(dead, user="nmc_api") not in caplog.text
+
+
+def test_a_snapshot_page_is_never_older_than_the_first_page(pair, standby_client, monkeypatch):
+    """Page 1 read on the primary (or a standby further ahead), page 2 on a standby that has
+    not replayed a status change below page 1's watermark: the feed resumes from page 1's
+    position, past that change, so page 2 must show it: it is read on the primary."""
+    client, dv_id = standby_client
+    intake(client, 3)
+    with psycopg.connect(pair.url(pair.primary), autocommit=True) as primary:
+        ids = [
+            str(row[0])
+            for row in primary.execute(
+                "SELECT id FROM nmc.notificatie WHERE dv_id = %s ORDER BY id", (dv_id,)
+            )
+        ]
+    size = len(ids) - 1  # the last page holds the last notification only
+    pair.replicas.wait_caught_up(pair.standby)
+    with _replay_paused(pair):
+        response = client.delete(f"{BASE}/notificaties/{ids[-1]}", headers=auth(OIN_A))
+        assert response.status_code == 204, response.text
+        _watermark_past(pair, dv_id, ids[-1])
+        with _app(monkeypatch, NMC_API_REPLICA_DATABASE_URL=None) as on_primary:
+            first = on_primary.get(SNAPSHOT, params={"limiet": size}, headers=auth(OIN_A))
+        assert first.status_code == 200, first.text
+        assert first.json()["volgende"], "a second page"
+        second = client.get(
+            SNAPSHOT, params={"limiet": size, "na": first.json()["volgende"]}, headers=auth(OIN_A)
+        )
+        assert second.status_code == 200, second.text
+        [last] = second.json()["notificaties"]
+        assert last["notificatieId"] == ids[-1]
+        assert last["status"] == "geannuleerd", "page 2 is at least as new as page 1"
+        assert second.json()["cursor"] == first.json()["cursor"]
+
+
+def test_past_the_lag_bound_pages_and_metrics_come_from_the_primary(
+    pair, standby_client, monkeypatch
+):
+    """A standby with replay paused and WAL waiting is behind; with a bound of 0 the pages and
+    /metrics come from the primary, and /metrics exports the standby's replay lag."""
+    client, _ = standby_client
+    intake(client, 2)
+    pair.replicas.wait_caught_up(pair.standby)
+    _, cursor = read_until(client, 2)
+    with _app(monkeypatch, NMC_API_REPLICA_MAX_LAG_SECONDS="0") as bounded, _replay_paused(pair):
+        later = intake(client, 2)
+        _received(pair)
+        events, _ = read_until(bounded, 2, cursor)
+        assert {e["subject"] for e in events} == set(later), "read on the primary"
+        response = client.get(FEED, params={"cursor": cursor}, headers=auth(OIN_A))
+        assert response.json()["events"] == [], "within a wide bound: the paused standby"
+        metrics = bounded.get("/metrics").text
+    [lag] = [
+        float(line.split()[-1])
+        for line in metrics.splitlines()
+        if line.startswith("nmc_replica_achterstand_seconden ")
+    ]
+    assert lag > 0, "the replay lag of the paused standby is exported"
+    with psycopg.connect(pair.url(pair.primary), autocommit=True) as primary:
+        total = primary.execute("SELECT count(*) FROM nmc.notificatie").fetchone()[0]
+    counted = sum(
+        float(line.split()[-1])
+        for line in metrics.splitlines()
+        if line.startswith("nmc_notificaties{")
+    )
+    assert counted == total, "and the counts are the primary's"

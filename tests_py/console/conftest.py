@@ -26,7 +26,6 @@ def console_env(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         "NMC_OAUTH_JWKS_FILE": str(tmp_path / "jwks.json"),
         "NMC_DEV_IAM_KEY_FILE": str(tmp_path / "iam.pem"),
         "NMC_CONSOLE_COOKIE_SECURE": "0",
-        "NMC_CONSOLE_CSRF_KEY": "console-test-csrf-key-of-at-least-32-chars",
         "NMC_CONSOLE_POOL_MAX": "2",
     }.items():
         monkeypatch.setenv(name, value)

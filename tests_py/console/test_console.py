@@ -14,6 +14,7 @@ import pytest
 from consoletest import DV_AUDIENCE, OPERATOR, READER, Populated, token
 from starlette.testclient import TestClient
 
+from nmc.console.app import create_app
 from privacy_scan import EMAIL, SCAN
 
 VIEWS = (
@@ -299,3 +300,83 @@ def test_nmc_console_serves_on_its_own_port(console_env, data: Populated, tmp_pa
         process.wait(timeout=10)
         log.close()
     SCAN.output("the output of `nmc console`", (tmp_path / "console.log").read_text())
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 23 item 16: replicas, a proxy, logout, who acts, what can be forced
+
+
+def test_a_failed_task_links_a_forced_transition_only_when_there_is_one(client, data: Populated):
+    """The notifications of the two mislukt tasks are terminal (geannuleerd,
+    niet-bezorgbaar): SQL offers no transition from there, so /mislukt links none."""
+    login(client)
+    page = client.get("/mislukt").text
+    assert f"/taken/{data.mislukt_wissen}" in page and f"/taken/{data.mislukt_ongeldig}" in page
+    assert "#forceren" not in page
+
+
+def test_two_replicas_without_a_shared_key_take_each_others_forms(
+    console_env, data: Populated, conn, monkeypatch
+):
+    """The session (and its CSRF token) lives in the database, not in one process."""
+    monkeypatch.delenv("NMC_CONSOLE_CSRF_KEY", raising=False)
+    with (
+        TestClient(create_app(), base_url="http://console.test") as een,
+        TestClient(create_app(), base_url="http://console.test") as twee,
+    ):
+        login(een)
+        path = f"/taken/{data.mislukt_wissen}/heropenen"
+        csrf = csrf_of(een.get(path).text)
+        twee.cookies.update(een.cookies)
+        done = twee.post(
+            path, data={"csrf": csrf, "toelichting": "andere replica"}, follow_redirects=False
+        )
+        assert done.status_code == 303, done.text
+    assert staat(conn, data.mislukt_wissen) == "open"
+
+
+def test_behind_a_proxy_that_rewrites_host_the_origin_is_the_public_one(
+    console_env, data: Populated, monkeypatch
+):
+    monkeypatch.setenv("NMC_CONSOLE_PUBLIC_URL", "https://beheer.nmc.example")
+    with TestClient(create_app(), base_url="http://nmc-console.nmc.svc:8080") as proxied:
+        public = {"origin": "https://beheer.nmc.example", "sec-fetch-site": "same-origin"}
+        response = proxied.post(
+            "/login", data={"token": token()}, headers=public, follow_redirects=False
+        )
+        assert response.status_code == 303, "the public origin behind a Host-rewriting proxy"
+        own_host = {"origin": "http://nmc-console.nmc.svc:8080"}
+        refused = proxied.post("/logout", data={}, headers=own_host, follow_redirects=False)
+        assert refused.status_code == 403, "with a public origin set, the Host is not it"
+
+
+def test_logout_ends_the_session_for_good(client, conn, data: Populated):
+    login(client)
+    cookie = client.cookies.get("nmc_console")
+    csrf = csrf_of(client.get("/statussen").text)
+    assert client.post("/logout", data={"csrf": csrf}, follow_redirects=False).status_code == 303
+    client.cookies.set("nmc_console", cookie)
+    response = client.get("/statussen", follow_redirects=False)
+    assert response.status_code == 303 and response.headers["location"].startswith("/login")
+
+
+def test_the_cookie_holds_a_session_id_not_the_token(client):
+    issued = token()
+    response = client.post("/login", data={"token": issued}, follow_redirects=False)
+    cookie = client.cookies.get("nmc_console")
+    assert cookie and issued not in response.headers["set-cookie"] and len(cookie) < 100
+
+
+def test_the_audit_says_who_from_the_session(client, conn, data: Populated):
+    """The action's SQL call names the session; SQL writes the operator it holds."""
+    login(client, sub="op-77")
+    path = f"/taken/{data.mislukt_wissen}/heropenen"
+    csrf = csrf_of(client.get(path).text)
+    client.post(path, data={"csrf": csrf, "toelichting": "hersteld"}, follow_redirects=False)
+    assert conn.execute("SELECT door FROM nmc.beheeractie").fetchall() == [("console:op-77",)]
+
+
+def test_the_console_answers_the_kubelets_probes_without_a_login(client):
+    assert client.get("/health/live").json() == {"status": "up"}
+    ready = client.get("/health/ready")
+    assert ready.status_code == 200 and ready.json() == {"status": "gereed"}

@@ -144,7 +144,9 @@ async def snapshot(request: Request) -> Response:
             raise ValidationFailed([violation("na", INVALID_CURSOR, "query")]) from None
     limiet = query["limiet"]
     # One more than shown tells whether a next page exists.
-    result = await replica.read_snapshot_page(services, dv.dv_id, na, limiet + 1)
+    # A later page must be at least as new as the first: its watermark goes along.
+    watermerk = str(position.xid) if position is not None else None
+    result = await replica.read_snapshot_page(services, dv.dv_id, na, limiet + 1, watermerk)
     if not isinstance(result, dict):
         raise internal_error()
     # Every page carries the first page's feed position: after the last page, the DV reads

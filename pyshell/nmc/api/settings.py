@@ -6,6 +6,9 @@ NMC_API_REPLICA_DATABASE_URL   a read-only connection (a hot standby; CloudNativ
                                service) for the feed pages, SSE polls, snapshot pages and
                                /metrics; the call count and the acknowledgement stay on the
                                primary (nmc.api.replica). Unset: everything on the primary
+NMC_API_REPLICA_MAX_LAG_SECONDS  a standby further behind than this (its replay lag) is not
+                               read: the page or /metrics comes from the primary (default
+                               10; 0: only a standby that has replayed all it received)
 NMC_API_POOL_MIN / _MAX        connection pool size (default 2 / 16; the replica's pool too)
 NMC_API_PREPARE_THRESHOLD      psycopg's prepare_threshold (default 5); `off` behind a
                                PgBouncer in transaction mode that does not keep prepared
@@ -57,6 +60,9 @@ from nmc.database import connection_url
 from nmc.errors import NmcError
 
 DEFAULT_MAX_BODY_BYTES = 64 * 1024
+# Seconds: a DV polling the feed sees a change this much later at worst; beyond, the
+# standby is in trouble and the primary answers.
+DEFAULT_REPLICA_MAX_LAG_SECONDS = 10.0
 # 1000 items with their berichtgegevens (16 KiB each at most) fit; larger batches are split.
 DEFAULT_MAX_BATCH_BODY_BYTES = 16 * 1024 * 1024
 DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL = 0.3
@@ -110,6 +116,7 @@ class SseSettings:
 class ApiSettings:
     database_url: str = field(repr=False)
     replica_database_url: str | None = field(default=None, repr=False)
+    replica_max_lag_seconds: float = DEFAULT_REPLICA_MAX_LAG_SECONDS
     pool_min: int = 2
     pool_max: int = 16
     prepare_threshold: int | None = 5
@@ -138,6 +145,13 @@ class ApiSettings:
         return cls(
             database_url=database_url,
             replica_database_url=settings_env.text(env, "NMC_API_REPLICA_DATABASE_URL"),
+            replica_max_lag_seconds=settings_env.seconds(
+                env,
+                "NMC_API_REPLICA_MAX_LAG_SECONDS",
+                DEFAULT_REPLICA_MAX_LAG_SECONDS,
+                zero_allowed=True,
+                maximum=86_400.0,
+            ),
             pool_min=pool_min,
             pool_max=pool_max,
             prepare_threshold=settings_env.whole_number(

@@ -98,9 +98,10 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await verifier.prime()
     except JwksUnavailable as error:
         log.warning("JWKS not loaded at start-up: %s", error)
-    if settings.csrf_key_random:
+    if settings.public_origin is None:
         log.warning(
-            "NMC_CONSOLE_CSRF_KEY is not set: a random key for this process (run one replica)"
+            "NMC_CONSOLE_PUBLIC_URL is not set: a form's Origin is checked against the Host "
+            "header (set it behind a proxy that rewrites Host)"
         )
     pool = AsyncConnectionPool(
         settings.database_url,

@@ -10,14 +10,21 @@ HttpOnly, SameSite=Strict cookie. See docs/console.md for why.
 Two roles: the operator role may act (reopen a task, force a transition, resume a webhook),
 the reader role may only look. A token with neither is refused (403).
 
-CSRF: every form that changes something carries a token that is an HMAC of the session's
-token under a key of the console (`csrf_token`), checked on the POST together with the
-Origin and Sec-Fetch-Site headers (`same_origin`).
+Sessions live in the database (nmc.console_open_sessie, functions/beheer/console_sessie.sql),
+so every console replica knows them: the login form's cookie holds only a random session id
+(the table its SHA-256), a logout ends the session for good, and the proxy's bearer token
+opens (and prolongs) a session keyed by the token's SHA-256. An action names the session and
+SQL writes the session's operator into the audit trail.
+
+CSRF: every form that changes something carries the session's own random CSRF token (held
+with the session, so no key is shared between replicas), checked on the POST together with
+the Origin and Sec-Fetch-Site headers (`same_origin`) against the console's public origin.
 """
 
-import base64
 import hashlib
 import hmac
+import secrets
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,8 +35,6 @@ from nmc.api.auth_errors import Unauthenticated
 from nmc.console.settings import ConsoleSettings
 
 COOKIE = "nmc_console"
-MAX_COOKIE_TOKEN = 4000  # a browser keeps about 4 KB per cookie
-MAX_DOOR = 100  # nmc.beheeractie.door
 
 
 class Forbidden(Exception):
@@ -37,23 +42,41 @@ class Forbidden(Exception):
 
 
 @dataclass(frozen=True)
-class Operator:
-    """The person at the console: the IAM's subject id (never a name or an e-mail address)."""
+class Verified:
+    """What a verified IAM token says: the subject id (never a name or an e-mail address),
+    whether its role may act, and when it expires (Unix seconds)."""
 
     subject: str
     may_act: bool
     expires_at: int
-    token: str
-    via_cookie: bool
 
-    @property
-    def door(self) -> str:
-        """Who, in the audit trail (nmc.beheeractie.door)."""
-        return f"console:{self.subject}"[:MAX_DOOR]
+    def seconds_left(self) -> int:
+        return self.expires_at - int(time.time())
+
+
+@dataclass(frozen=True)
+class Operator:
+    """The person at the console, as their session in the database holds them."""
+
+    subject: str
+    may_act: bool
+    csrf: str
+    sessie: bytes  # the SHA-256 the session is kept under
+    via_cookie: bool
 
     @property
     def role(self) -> str:
         return "beheerder" if self.may_act else "lezer"
+
+
+def new_session_id() -> str:
+    """The cookie of a login-form session: 256 random bits."""
+    return secrets.token_urlsafe(32)
+
+
+def session_hash(secret: str) -> bytes:
+    """What the database keeps of a session id (or of the proxy's bearer token)."""
+    return hashlib.sha256(b"nmc-console-sessie\x00" + secret.encode()).digest()
 
 
 class OperatorVerifier:
@@ -64,8 +87,8 @@ class OperatorVerifier:
     async def prime(self) -> None:
         await self.verifier.prime()
 
-    async def operator(self, token: str, *, via_cookie: bool) -> Operator:
-        """The operator the token names; Unauthenticated or Forbidden when it names none."""
+    async def verify(self, token: str) -> Verified:
+        """What the token says; Unauthenticated or Forbidden when it names no operator."""
         claims = await self.verifier.verify_claims(token)
         subject = claims.get("sub")
         if not isinstance(subject, str) or not subject.strip():
@@ -77,13 +100,7 @@ class OperatorVerifier:
             may_act = False
         else:
             raise Forbidden("geen rol voor de beheerconsole")
-        return Operator(
-            subject=subject.strip(),
-            may_act=may_act,
-            expires_at=int(claims["exp"]),
-            token=token,
-            via_cookie=via_cookie,
-        )
+        return Verified(subject=subject.strip(), may_act=may_act, expires_at=int(claims["exp"]))
 
 
 def roles_of(claims: Mapping[str, Any], claim: str) -> set[str]:
@@ -108,21 +125,14 @@ def bearer_of(authorization: str | None) -> str | None:
     return token.strip()
 
 
-def csrf_token(key: bytes, token: str) -> str:
-    """The CSRF token of a session: bound to its IAM token, unguessable without the key."""
-    digest = hmac.new(
-        key, b"nmc-console-csrf\x00" + hashlib.sha256(token.encode()).digest(), "sha256"
-    ).digest()
-    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+def csrf_ok(operator: Operator, given: str | None) -> bool:
+    return bool(given) and hmac.compare_digest(operator.csrf.encode(), (given or "").encode())
 
 
-def csrf_ok(key: bytes, token: str, given: str | None) -> bool:
-    return bool(given) and hmac.compare_digest(csrf_token(key, token), given or "")
-
-
-def same_origin(headers: Mapping[str, str]) -> bool:
+def same_origin(headers: Mapping[str, str], public_origin: str | None) -> bool:
     """A POST a browser sent from the console's own pages: Sec-Fetch-Site same-origin (or
-    absent: an older browser), and an Origin, when sent, of the console's own host."""
+    absent: an older browser), and an Origin, when sent, that is the console's public origin
+    (NMC_CONSOLE_PUBLIC_URL: a proxy may rewrite Host) or, without one, of the Host asked."""
     site = headers.get("sec-fetch-site")
     if site is not None and site not in ("same-origin", "none"):
         return False
@@ -131,4 +141,6 @@ def same_origin(headers: Mapping[str, str]) -> bool:
         return True
     if origin == "null":
         return False
+    if public_origin is not None:
+        return origin.rstrip("/").lower() == public_origin
     return urlsplit(origin).netloc == headers.get("host", "")

@@ -10,17 +10,19 @@ NMC_CONSOLE_ROLE_CLAIM       the claim holding the roles (default `roles`; a lis
                              `realm_access.roles` reads a nested claim)
 NMC_CONSOLE_OPERATOR_ROLE    the role that may act (default `nmc-beheerder`)
 NMC_CONSOLE_READER_ROLE      the role that may only look (default `nmc-lezer`)
-NMC_CONSOLE_CSRF_KEY         the key of the CSRF tokens (at least 32 characters); unset: a
-                             random key per process (one replica only)
+NMC_CONSOLE_PUBLIC_URL       the console's URL as the browser sees it (e.g.
+                             https://beheer.nmc.example): a POST's Origin must be its origin.
+                             Unset: the Host header asked (fine without a proxy that rewrites
+                             Host; a start-up warning says so)
 NMC_CONSOLE_COOKIE_SECURE    "0" drops the cookie's Secure flag (plain-http development
                              on localhost only); default "1"
 NMC_CONSOLE_POOL_MAX         connections to the database (default 4)
 """
 
 import os
-import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from nmc import settings_env
 from nmc.api.auth import AuthSettings
@@ -31,7 +33,6 @@ from nmc.errors import NmcError
 DEFAULT_ROLE_CLAIM = "roles"
 DEFAULT_OPERATOR_ROLE = "nmc-beheerder"
 DEFAULT_READER_ROLE = "nmc-lezer"
-MIN_CSRF_KEY = 32
 
 
 @dataclass(frozen=True)
@@ -41,8 +42,7 @@ class ConsoleSettings:
     role_claim: str = DEFAULT_ROLE_CLAIM
     operator_role: str = DEFAULT_OPERATOR_ROLE
     reader_role: str = DEFAULT_READER_ROLE
-    csrf_key: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
-    csrf_key_random: bool = True
+    public_origin: str | None = None
     cookie_secure: bool = True
     pool_max: int = 4
 
@@ -61,9 +61,6 @@ class ConsoleSettings:
                 "must not open the console"
             )
         auth = AuthSettings.from_env({**env, "NMC_OAUTH_AUDIENCE": audience})
-        key_text = settings_env.text(env, "NMC_CONSOLE_CSRF_KEY", "")
-        if key_text and len(key_text) < MIN_CSRF_KEY:
-            raise NmcError(f"NMC_CONSOLE_CSRF_KEY must be at least {MIN_CSRF_KEY} characters")
         operator = settings_env.text(env, "NMC_CONSOLE_OPERATOR_ROLE", DEFAULT_OPERATOR_ROLE)
         reader = settings_env.text(env, "NMC_CONSOLE_READER_ROLE", DEFAULT_READER_ROLE)
         if operator == reader:
@@ -75,8 +72,17 @@ class ConsoleSettings:
             role_claim=settings_env.text(env, "NMC_CONSOLE_ROLE_CLAIM", DEFAULT_ROLE_CLAIM),
             operator_role=operator,
             reader_role=reader,
-            csrf_key=key_text.encode("utf-8") if key_text else secrets.token_bytes(32),
-            csrf_key_random=not key_text,
+            public_origin=public_origin(settings_env.text(env, "NMC_CONSOLE_PUBLIC_URL", "")),
             cookie_secure=settings_env.flag(env, "NMC_CONSOLE_COOKIE_SECURE", True),
             pool_max=settings_env.whole_number(env, "NMC_CONSOLE_POOL_MAX", 4, minimum=1),
         )
+
+
+def public_origin(url: str) -> str | None:
+    """The origin (scheme://host[:port], lower case) of NMC_CONSOLE_PUBLIC_URL, or None."""
+    if not url:
+        return None
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("https", "http") or not parts.netloc:
+        raise NmcError("NMC_CONSOLE_PUBLIC_URL must be an http(s) URL, e.g. https://beheer.example")
+    return f"{parts.scheme}://{parts.netloc}".lower()

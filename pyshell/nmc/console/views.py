@@ -20,21 +20,22 @@ import psycopg
 from jinja2 import Environment
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from nmc import sqlstates
 from nmc.api.auth_errors import JwksUnavailable, Unauthenticated
 from nmc.console.auth import (
     COOKIE,
-    MAX_COOKIE_TOKEN,
     Forbidden,
     Operator,
     OperatorVerifier,
+    Verified,
     bearer_of,
     csrf_ok,
-    csrf_token,
+    new_session_id,
     same_origin,
+    session_hash,
 )
 from nmc.console.settings import ConsoleSettings
 from nmc.queries import QUERIES
@@ -87,6 +88,9 @@ REFUSALS = {
     sqlstates.REASON_MISMATCH: "Deze reden past niet bij de doelstatus.",
     sqlstates.NOT_FOUND: "Niet gevonden, of de dienstverlener heeft geen webhook.",
     sqlstates.CHECK_VIOLATION: "De toelichting is leeg of te lang.",
+    sqlstates.INSUFFICIENT_PRIVILEGE: (
+        "Uw sessie is beëindigd of draagt de beheerdersrol niet: meld u opnieuw aan."
+    ),
 }
 
 
@@ -118,15 +122,53 @@ async def authenticate(request: Request) -> Operator:
     console = console_of(request)
     header = request.headers.get("authorization")
     if header:
-        # The platform's proxy: a refusal is the proxy's business, not a login page's.
-        return await console.verifier.operator(bearer_of(header) or "", via_cookie=False)
-    token = request.cookies.get(COOKIE)
-    if not token:
+        # The platform's proxy: a refusal is the proxy's business, not a login page's. The
+        # token is verified on every request and keys a session of its own (its SHA-256).
+        token = bearer_of(header) or ""
+        verified = await console.verifier.verify(token)
+        return await open_session(request, session_hash(token), verified, via_cookie=False)
+    session_id = request.cookies.get(COOKIE)
+    if not session_id:
         raise _LoginNeeded()
+    sessie = session_hash(session_id)
+    found = await rows(request, "console_sessie", {"sessie": sessie})
+    if not found:  # unknown, expired or ended by a logout
+        raise _LoginNeeded("verlopen")
+    return Operator(
+        subject=found[0]["subject"],
+        may_act=found[0]["mag_handelen"],
+        csrf=found[0]["csrf"],
+        sessie=sessie,
+        via_cookie=True,
+    )
+
+
+async def open_session(
+    request: Request, sessie: bytes, verified: Verified, *, via_cookie: bool
+) -> Operator:
+    """The session of a verified token, opened (or prolonged) in the database."""
     try:
-        return await console.verifier.operator(token, via_cookie=True)
-    except Unauthenticated:
-        raise _LoginNeeded("verlopen") from None
+        [row] = await rows(
+            request,
+            "console_open_sessie",
+            {
+                "sessie": sessie,
+                "subject": verified.subject,
+                "mag_handelen": verified.may_act,
+                "duur": timedelta(seconds=verified.seconds_left()),
+            },
+        )
+    except psycopg.errors.InsufficientPrivilege:
+        raise Unauthenticated("sessie beëindigd") from None
+    except psycopg.errors.InvalidParameterValue:
+        raise Unauthenticated("token verlopen") from None
+    return Operator(
+        subject=verified.subject,
+        may_act=verified.may_act,
+        csrf=row["csrf"],
+        sessie=sessie,
+        via_cookie=via_cookie,
+    )
 
 
 def page(*, act: bool = False) -> Callable[[Handler], Callable[[Request], Awaitable[Response]]]:
@@ -151,6 +193,8 @@ def page(*, act: bool = False) -> Callable[[Handler], Callable[[Request], Awaita
                 )
             except JwksUnavailable:
                 return error_page(request, None, 503, "De sleutels van de IAM zijn niet te laden.")
+            except (psycopg.OperationalError, PoolTimeout):  # the sessions are in the database
+                return error_page(request, None, 503, "De database is niet bereikbaar.")
             if act and not operator.may_act:
                 return error_page(
                     request, operator, 403, "Alleen de beheerdersrol mag deze actie uitvoeren."
@@ -171,12 +215,12 @@ def page(*, act: bool = False) -> Callable[[Handler], Callable[[Request], Awaita
 
 
 async def check_post(request: Request, operator: Operator) -> Response | None:
-    if not same_origin(request.headers):
+    if not same_origin(request.headers, console_of(request).settings.public_origin):
         return error_page(request, operator, 403, "Dit formulier kwam niet van de console zelf.")
     form = await read_form(request)
     if form is None:
         return error_page(request, operator, 400, "Het formulier is onleesbaar of te groot.")
-    if not csrf_ok(console_of(request).settings.csrf_key, operator.token, form.get("csrf")):
+    if not csrf_ok(operator, form.get("csrf")):
         return error_page(
             request,
             operator,
@@ -216,7 +260,7 @@ def render(
     console = console_of(request)
     html = console.templates.get_template(template).render(
         operator=operator,
-        csrf=csrf_token(console.settings.csrf_key, operator.token) if operator else None,
+        csrf=operator.csrf if operator else None,
         nav=NAV,
         current=request.url.path,
         **context,
@@ -280,12 +324,14 @@ async def login(request: Request) -> Response:
     if request.method == "GET":
         reden = LOGIN_REDENEN.get(request.query_params.get("reden", ""))
         return render(request, None, "login.html", melding=reden)
-    if not same_origin(request.headers):
+    if not same_origin(request.headers, console.settings.public_origin):
         return render(request, None, "login.html", 403, melding="Dit formulier kwam niet van hier.")
     form = await read_form(request) or {}
     token = (form.get("token") or "").strip()
+    session_id = new_session_id()
     try:
-        operator = await console.verifier.operator(token, via_cookie=True)
+        verified = await console.verifier.verify(token)
+        await open_session(request, session_hash(session_id), verified, via_cookie=True)
     except Unauthenticated as error:
         return render(request, None, "login.html", 401, melding=f"Geweigerd: {error.reason}.")
     except Forbidden:
@@ -295,16 +341,15 @@ async def login(request: Request) -> Response:
         )  # fmt: skip
     except JwksUnavailable:
         return render(request, None, "login.html", 503, melding="De IAM is niet bereikbaar.")
-    if len(token) > MAX_COOKIE_TOKEN:
-        return render(
-            request, None, "login.html", 400,
-            melding="Dit token is te groot voor een cookie: gebruik de proxy van het platform.",
-        )  # fmt: skip
+    except (psycopg.OperationalError, PoolTimeout):
+        return render(request, None, "login.html", 503, melding="De database is niet bereikbaar.")
+    # The cookie holds the session id only; the session ends in the database (its expiry,
+    # or a logout), the cookie's max-age only tidies the browser.
     response = RedirectResponse("/statussen", status_code=303)
     response.set_cookie(
         COOKIE,
-        token,
-        max_age=max(operator.expires_at - int(datetime.now(UTC).timestamp()), 1),
+        session_id,
+        max_age=max(verified.seconds_left(), 1),
         path="/",
         secure=console.settings.cookie_secure,
         httponly=True,
@@ -315,6 +360,8 @@ async def login(request: Request) -> Response:
 
 @page()
 async def logout(request: Request, operator: Operator) -> Response:
+    if operator.via_cookie:  # the proxy's session is the proxy's to end
+        await rows(request, "console_sluit_sessie", {"sessie": operator.sessie})
     response = RedirectResponse("/login?reden=afgemeld", status_code=303)
     response.delete_cookie(COOKIE, path="/")
     return response
@@ -534,7 +581,7 @@ async def confirmed(
     if toelichting is None:
         return confirm(request, operator, 400, fout="Een toelichting is verplicht.", **context)
     refused = await perform(
-        request, operator, name, {**params, "toelichting": toelichting, "door": operator.door}
+        request, operator, name, {**params, "toelichting": toelichting, "sessie": operator.sessie}
     )
     if refused:
         return confirm(request, operator, 409, fout=refused, **context)
@@ -650,8 +697,27 @@ async def hervatten(request: Request, operator: Operator) -> Response:
     )  # fmt: skip
 
 
+# --------------------------------------------------------------------------------------------
+# For the kubelet: no login, no page
+
+
+async def live(request: Request) -> Response:
+    return JSONResponse({"status": "up"})
+
+
+async def ready(request: Request) -> Response:
+    """The database answers as nmc_console (the clock function is granted to it)."""
+    try:
+        await nmc_now(request)
+    except (psycopg.Error, PoolTimeout):
+        return JSONResponse({"status": "niet-gereed", "reden": "database"}, status_code=503)
+    return JSONResponse({"status": "gereed"})
+
+
 def routes() -> list[Route]:
     return [
+        Route("/health/live", live, methods=["GET"]),
+        Route("/health/ready", ready, methods=["GET"]),
         Route("/", home, methods=["GET"]),
         Route("/login", login, methods=["GET", "POST"]),
         Route("/logout", logout, methods=["POST"]),

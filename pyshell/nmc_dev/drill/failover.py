@@ -413,7 +413,7 @@ class FailoverDrill(Soak):
                     begin = time.perf_counter()
                     page = conn.execute(QUERIES["read_feed_pagina"], {
                         "dv_id": row[0], "epoch": None, "xid": None, "event_id": None,
-                        "uitgegeven_op": None, "limiet": 1000,
+                        "uitgegeven_op": None, "limiet": 1000, "max_lag": None,
                     }).fetchone()[0]  # fmt: skip
                     timings.append((time.perf_counter() - begin) * 1000)
             timings = sorted(timings[3:])  # the first calls warm the plan and the cache
