@@ -4,8 +4,9 @@ Two checks, in this order:
 
 1. **The target** (SSRF): every address the URL's host resolves to must be a public one.
    Loopback, link-local, private (RFC 1918, unique local), shared (100.64/10), reserved,
-   multicast and unspecified addresses are refused (`adres-geweigerd`), also when written as
-   an IPv4-mapped IPv6 address, unless they lie in a network that is explicitly allowed:
+   multicast and unspecified addresses are refused (`adres-geweigerd`), also when carried in
+   an IPv6 form (IPv4-mapped, -compatible or -translated, NAT64, 6to4; see
+   `Adresbeleid.weigering`), unless they lie in a network that is explicitly allowed:
    `NMC_WEBHOOK_TOEGESTANE_NETWERKEN`, a comma-separated list of CIDRs (for example
    `127.0.0.0/8,::1/128` for tests and demos whose receivers listen on loopback). A name that
    does not resolve is `onbereikbaar`.
@@ -96,13 +97,54 @@ class Adresbeleid:
         return cls.parse(settings_env.text(env, ALLOWED_NETWORKS_ENV))
 
     def weigering(self, address: Address) -> str | None:
-        """Why `address` is refused as a webhook target (an error class), or None."""
-        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-            address = address.ipv4_mapped
-        reason = _not_public(address)
-        if reason is None or any(address in network for network in self.toegestaan):
-            return None
+        """Why `address` is refused as a webhook target (an error class), or None.
+
+        An IPv6 address that carries an IPv4 address is judged by the address it carries
+        (a translator or tunnel delivers to that one): IPv4-mapped, NAT64 with the
+        well-known prefix, 6to4; the IPv4-compatible and IPv4-translated forms, which no
+        public route carries, are refused even when the address they hold may be called.
+        The local-use NAT64 prefix and site-local addresses (what they reach is the local
+        network's choice) are refused unless allowed."""
+        if isinstance(address, ipaddress.IPv4Address):
+            return self._judge(address)
+        if address.ipv4_mapped is not None:
+            return self._judge(address.ipv4_mapped)
+        if address in _NAT64_LOKAAL or address.is_site_local:
+            return None if self._allowed(address) else "niet-publiek"
+        embedded = _embedded_ipv4(address)
+        if embedded is None:
+            return self._judge(address)
+        ipv4, routable = embedded
+        reason = self._judge(ipv4)
+        if reason is None and not routable and not self._allowed(address):
+            return "gereserveerd"
         return reason
+
+    def _judge(self, address: Address) -> str | None:
+        reason = _not_public(address)
+        return None if reason is None or self._allowed(address) else reason
+
+    def _allowed(self, address: Address) -> bool:
+        return any(address in network for network in self.toegestaan)
+
+
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_NAT64_LOKAAL = ipaddress.IPv6Network("64:ff9b:1::/48")
+_IPV4_COMPATIBEL = ipaddress.IPv6Network("::/96")
+_IPV4_VERTAALD = ipaddress.IPv6Network("::ffff:0:0:0/96")
+
+
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> tuple[ipaddress.IPv4Address, bool] | None:
+    """The IPv4 address an IPv6 transition form carries, and whether that form is routed
+    (NAT64, 6to4) or not (IPv4-compatible, IPv4-translated); None for any other address."""
+    low32 = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if address in _NAT64:
+        return low32, True
+    if address.sixtofour is not None:
+        return address.sixtofour, True
+    if address in _IPV4_VERTAALD or (address in _IPV4_COMPATIBEL and int(address) > 1):
+        return low32, False  # :: and ::1 are the unspecified and the loopback address
+    return None
 
 
 def _not_public(address: Address) -> str | None:
