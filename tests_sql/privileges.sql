@@ -46,7 +46,8 @@ SELECT set_eq(
         ('nmc.take_feed_aanroep_api(integer,integer,xid8,timestamp with time zone)'),
         ('nmc.read_feed_pagina(integer,integer,xid8,bigint,timestamp with time zone,integer)'),
         ('nmc.read_snapshot_pagina(integer,uuid,integer)'),
-        ('nmc.resume_webhook(integer)')$$,
+        ('nmc.resume_webhook(integer)'),
+        ('nmc.set_webhook_positie(integer,integer,xid8,bigint,timestamp with time zone)')$$,
     'nmc_api may execute exactly the API functions'
 );
 SELECT set_eq(
@@ -88,9 +89,11 @@ SELECT set_eq(
         ('nmc.finish_terugkoppelen(bigint,integer,text,xid8,bigint)'),
         ('nmc.finish_terugkoppelen_v2(bigint,integer,text,xid8,bigint,integer)'),
         ('nmc.claim_terugkoppelen_v2(text,integer)'),
+        ('nmc.claim_terugkoppelen_v3(text,integer)'),
         ('nmc.record_webhookvalidatie(integer,text,text,text)'),
         ('nmc.ensure_beheerrapporten()'),
         ('nmc.begin_beheerrapport(bigint,integer,double precision)'),
+        ('nmc.begin_beheerrapport_v2(bigint,integer,double precision)'),
         ('nmc.finish_beheerrapport(bigint,integer,uuid,text,uuid)')$$,
     'nmc_worker may execute exactly the worker functions'
 );
@@ -168,7 +171,8 @@ SELECT set_eq(
              ('resume_webhook_beheer'), ('ensure_beheerrapporten'), ('begin_beheerrapport'),
              ('finish_beheerrapport'), ('claim_terugkoppelen_v2'), ('record_webhookvalidatie'),
              ('ensure_onderhoud'), ('run_onderhoud'), ('list_herwrap'), ('finish_herwrap'),
-             ('set_event_partitie_breedte')$$,
+             ('set_event_partitie_breedte'), ('claim_terugkoppelen_v3'),
+             ('set_webhook_positie'), ('begin_beheerrapport_v2')$$,
     'exactly the API functions run as SECURITY DEFINER'
 );
 SELECT ok(

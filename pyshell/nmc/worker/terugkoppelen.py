@@ -23,6 +23,12 @@ recorded (nmc.record_webhookvalidatie) and the task deferred: it delivers on its
 once the URL passed, and tries the validation again with backoff while it fails. The failed
 validation counts as a deferral, not against the DV's webhook (no pause).
 
+A gap (events after the position were in an event partition that was dropped: the feed
+answers 410 for that position) is never delivered past: the claim pauses the webhook for it
+and hands the task over without a batch; it is closed here and none is planned until the DV
+sets its position to a cursor it holds or to the oldest event (PUT /webhook/positie,
+nmc.set_webhook_positie). The metric nmc_webhook_gat and the daily beheer report tell of it.
+
 nmc.ensure_terugkoppelen plans the tasks (a new webhook, one resumed after a 410): this kind
 calls it at its first round and then once a minute. An epoch raise moves every delivery
 position itself (nmc.raise_epoch); the finish names the epoch its batch was read in, so a
@@ -70,6 +76,15 @@ async def _deliver(ctx: Context, taak: Terugkoppeltaak) -> str:
             "finish_taak", {"taak_id": taak.taak_id, "claim_epoch": taak.claim_epoch}
         )
         return "geen-webhook"
+    if taak.gat:
+        # Events after the position were in a dropped partition: the claim paused the
+        # webhook for it (nmc.claim_terugkoppelen_v3); nothing goes out until the DV sets
+        # its position (PUT /webhook/positie).
+        await ctx.db.fetch_all(
+            "finish_taak", {"taak_id": taak.taak_id, "claim_epoch": taak.claim_epoch}
+        )
+        event(logging.WARNING, "webhook-gat", taak_id=taak.taak_id, dv_id=taak.dv_id)
+        return "gat"
     if ctx.webhook is None:
         raise Failure("webhook-niet-ingesteld")
     if not taak.gevalideerd:
