@@ -474,6 +474,37 @@ async def test_a_resumed_webhook_delivers_nothing_past_a_gap_until_the_dv_sets_i
     assert [e["subject"] for e in receiver.calls[1].events] == [str(n) for n in later]
 
 
+@pytest.mark.parametrize("eerder", ["bestaand", "geldig"])
+async def test_every_delivery_checks_the_address_again(
+    start_worker, webhook_dv, receiver, intake, conn, eerder
+):
+    """A webhook in use from before validation existed (`bestaand`, never checked) or one
+    validated when its address was fine: at delivery its address is checked again. Here the
+    receiver's loopback address is no longer allowed (as a name now resolving into the
+    platform would be refused): no call, the refusal recorded, the task waits."""
+    conn.execute(
+        "UPDATE nmc.webhookvalidatie SET uitkomst = %s WHERE dv_id = %s", [eerder, webhook_dv]
+    )
+    handshakes = len(receiver.handshakes)  # the fixture's validation
+    async with start_worker(webhook_toegestane_netwerken="") as worker:
+        await prepared(worker, conn, intake, webhook_dv, 1)
+        assert await worker.run_once(SOORT) == 1
+        assert receiver.calls == [], "nothing went to the refused address"
+        assert conn.execute(
+            "SELECT uitkomst, detail FROM nmc.webhookvalidatie WHERE dv_id = %s", [webhook_dv]
+        ).fetchone() == ("adres-geweigerd", "loopback")
+        [(staat, fout, mislukt)] = conn.execute(
+            "SELECT t.staat::text, t.laatste_fout, w.mislukt FROM nmc.taak AS t"
+            " JOIN nmc.webhookpositie AS w ON w.dv_id = t.dv_id"
+            " WHERE t.soort = 'terugkoppelen' AND t.staat <> 'done'"
+        ).fetchall()
+        assert (staat, fout, mislukt) == ("open", "webhook-adres-geweigerd", 0)
+        # Validated again by its task (with backoff) before anything is delivered.
+        advance(conn, "1 minute")
+        assert await worker.run_once(SOORT) == 1
+        assert receiver.calls == [] and len(receiver.handshakes) == handshakes
+
+
 async def test_an_ldv_outage_defers_without_counting_against_the_dv(
     start_worker, webhook_dv, receiver, intake, conn, sim
 ):
