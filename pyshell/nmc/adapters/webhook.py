@@ -102,7 +102,7 @@ class WebhookClient:
     async def deliver(
         self, target: Doel, batch: Batch, headers: Mapping[str, str] | None = None
     ) -> Levering:
-        """POST the batch to a target `target` pinned (connecting to its checked address)."""
+        """POST the batch to `target`, connecting to the address that was checked."""
         token = self._signing.sign(
             target.url, issuer=self._issuer, lifetime_seconds=TOKEN_LIFETIME_SECONDS
         )
