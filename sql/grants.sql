@@ -108,6 +108,7 @@ GRANT EXECUTE ON FUNCTION nmc.metrics() TO nmc_api, nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.ensure_terugkoppelen() TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.claim_terugkoppelen(text, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.claim_terugkoppelen_v2(text, integer) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.claim_terugkoppelen_v3(text, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.record_webhookvalidatie(integer, text, text, text) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.finish_terugkoppelen(bigint, integer, text, xid8, bigint)
 TO nmc_worker;
@@ -115,9 +116,13 @@ GRANT EXECUTE ON FUNCTION nmc.finish_terugkoppelen_v2(
     bigint, integer, text, xid8, bigint, integer
 ) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.resume_webhook(integer) TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.set_webhook_positie(integer, integer, xid8, bigint, timestamptz)
+TO nmc_api;
 -- The daily beheer report (functions/beheer/rapportage.sql).
 GRANT EXECUTE ON FUNCTION nmc.ensure_beheerrapporten() TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.begin_beheerrapport(bigint, integer, double precision)
+TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.begin_beheerrapport_v2(bigint, integer, double precision)
 TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.finish_beheerrapport(bigint, integer, uuid, text, uuid)
 TO nmc_worker;

@@ -107,6 +107,7 @@ def test_paths_and_methods(doc):
         ("/notificaties/wijzigingen/bevestiging", "put"),
         ("/notificaties/_snapshot", "get"),
         ("/webhook/hervatten", "post"),
+        ("/webhook/positie", "put"),
         ("/openapi.json", "get"),
     }
 
@@ -496,6 +497,12 @@ def test_feed_operations(doc):
     snapshot = doc["paths"]["/notificaties/_snapshot"]["get"]
     assert {p["name"] for p in snapshot["parameters"]} == {"na", "limiet"}
     assert "404" in doc["paths"]["/webhook/hervatten"]["post"]["responses"]
+    assert "409" in doc["paths"]["/webhook/hervatten"]["post"]["responses"]
+    positie = doc["paths"]["/webhook/positie"]["put"]
+    assert {"204", "400", "404", "410"} <= set(positie["responses"])
+    schema = doc["components"]["schemas"]["WebhookPositie"]
+    assert set(schema["properties"]) == {"cursor", "vanaf"}
+    assert schema["additionalProperties"] is False
 
 
 def test_the_cloudevent_schema_lists_exactly_the_attributes_the_api_sends(doc):

@@ -79,6 +79,49 @@ def test_non_public_addresses_are_refused(address, reason):
     assert Adresbeleid().weigering(ipaddress.ip_address(address)) == reason
 
 
+# IPv6 forms that carry an IPv4 address (audit 2, item 9): the embedded address is judged,
+# and the reserved and local-use transition prefixes are refused whatever they carry.
+@pytest.mark.parametrize(
+    ("address", "reason"),
+    [
+        ("::127.0.0.1", "loopback"),  # IPv4-compatible (deprecated)
+        ("::10.0.0.1", "privaat"),
+        ("::145.21.10.1", "gereserveerd"),  # IPv4-compatible: never a public target
+        ("::ffff:0:127.0.0.1", "loopback"),  # IPv4-translated (RFC 2765)
+        ("64:ff9b::127.0.0.1", "loopback"),  # NAT64, well-known prefix (RFC 6052)
+        ("64:ff9b::169.254.169.254", "link-local"),
+        ("64:ff9b::10.1.2.3", "privaat"),
+        ("64:ff9b:1::a00:1", "niet-publiek"),  # NAT64, local-use prefix (RFC 8215)
+        ("64:ff9b:1::9115:a01", "niet-publiek"),
+        ("2002:7f00:1::1", "loopback"),  # 6to4 of 127.0.0.1
+        ("2002:a9fe:a9fe::1", "link-local"),  # 6to4 of 169.254.169.254
+        ("2002:c0a8:101::1", "privaat"),  # 6to4 of 192.168.1.1
+        ("fec0::1", "niet-publiek"),  # site-local (deprecated)
+        ("100::1", "privaat"),  # discard-only
+    ],
+)
+def test_ipv6_forms_embedding_a_non_public_ipv4_address_are_refused(address, reason):
+    assert Adresbeleid().weigering(ipaddress.ip_address(address)) == reason
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "64:ff9b::145.21.10.1",  # NAT64 of a public address (DNS64 in an IPv6-only cluster)
+        "2002:9115:a01::1",  # 6to4 of a public address
+    ],
+)
+def test_ipv6_forms_embedding_a_public_ipv4_address_pass(address):
+    assert Adresbeleid().weigering(ipaddress.ip_address(address)) is None
+
+
+def test_an_allowed_network_admits_its_addresses_in_embedded_form():
+    allowed = Adresbeleid.parse("127.0.0.0/8")
+    assert allowed.weigering(ipaddress.ip_address("::ffff:127.0.0.1")) is None
+    assert allowed.weigering(ipaddress.ip_address("64:ff9b::127.0.0.1")) is None
+    assert allowed.weigering(ipaddress.ip_address("::127.0.0.2")) == "gereserveerd"
+
+
 def test_public_addresses_pass_and_an_allowed_network_lets_its_addresses_through():
     assert Adresbeleid().weigering(ipaddress.ip_address("145.21.10.1")) is None
     assert Adresbeleid().weigering(ipaddress.ip_address("2a00:1450::1")) is None

@@ -49,7 +49,8 @@ SELECT set_eq(
         ('nmc.read_feed_pagina_v2(integer,integer,xid8,bigint,timestamp with time zone,integer,double precision)'),
         ('nmc.read_snapshot_pagina_v2(integer,uuid,integer,xid8,double precision)'),
         ('nmc.metrics_replica(double precision)'),
-        ('nmc.resume_webhook(integer)')$$,
+        ('nmc.resume_webhook(integer)'),
+        ('nmc.set_webhook_positie(integer,integer,xid8,bigint,timestamp with time zone)')$$,
     'nmc_api may execute exactly the API functions'
 );
 SELECT set_eq(
@@ -91,9 +92,11 @@ SELECT set_eq(
         ('nmc.finish_terugkoppelen(bigint,integer,text,xid8,bigint)'),
         ('nmc.finish_terugkoppelen_v2(bigint,integer,text,xid8,bigint,integer)'),
         ('nmc.claim_terugkoppelen_v2(text,integer)'),
+        ('nmc.claim_terugkoppelen_v3(text,integer)'),
         ('nmc.record_webhookvalidatie(integer,text,text,text)'),
         ('nmc.ensure_beheerrapporten()'),
         ('nmc.begin_beheerrapport(bigint,integer,double precision)'),
+        ('nmc.begin_beheerrapport_v2(bigint,integer,double precision)'),
         ('nmc.finish_beheerrapport(bigint,integer,uuid,text,uuid)')$$,
     'nmc_worker may execute exactly the worker functions'
 );
@@ -182,7 +185,8 @@ SELECT set_eq(
              ('read_snapshot_pagina_v2'), ('metrics_replica'), ('console_open_sessie'),
              ('console_sessie'), ('console_sluit_sessie'), ('console_reopen_taak_v2'),
              ('console_force_transition_v2'), ('resume_webhook_beheer_v2'),
-             ('console_overgangen')$$,
+             ('console_overgangen'), ('claim_terugkoppelen_v3'),
+             ('set_webhook_positie'), ('begin_beheerrapport_v2')$$,
     'exactly the API functions run as SECURITY DEFINER'
 );
 SELECT ok(

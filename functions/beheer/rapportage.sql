@@ -75,7 +75,7 @@ COMMENT ON FUNCTION nmc.ensure_beheerrapporten() IS
 'a DV whose report task is mislukt (it waits for an operator). Workers call it at their '
 'first round and then once a minute; idempotent. Returns how many tasks it planned.';
 
-CREATE OR REPLACE FUNCTION nmc.begin_beheerrapport(
+CREATE OR REPLACE FUNCTION nmc.begin_beheerrapport_v2(
     p_taak_id bigint, p_claim_epoch integer, p_drempel double precision
 )
 RETURNS TABLE (
@@ -83,7 +83,7 @@ RETURNS TABLE (
     onbevestigd integer, afgekapt boolean, oudste timestamptz, bevestigingstermijn interval,
     notificatie_ids uuid[], aandeel double precision, drempel double precision,
     boven_drempel boolean, te_melden boolean, afgerond boolean, template_id uuid,
-    notify_service text, budget boolean
+    notify_service text, budget boolean, webhook_gat boolean
 )
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -103,6 +103,7 @@ DECLARE
     v_ids uuid [];
     v_aandeel double precision;
     v_boven boolean;
+    v_gat boolean;
     v_budget boolean := false;
 BEGIN
     IF v_taak.soort <> 'beheerrapport' OR v_taak.payload ->> 'werk' IS DISTINCT FROM 'beheerrapport'
@@ -118,7 +119,7 @@ BEGIN
             NULL::uuid, v_taak.dv_id, v_dv.oin, v_dv.naam, NULL::text, v_dag, 0, false,
             NULL::timestamptz, v_dv.bevestigingstermijn, '{}'::uuid [], NULL::double precision,
             p_drempel, false, false, false, v_i.beheerrapport_template_id,
-            v_i.beheerrapport_notify_service, false;
+            v_i.beheerrapport_notify_service, false, false;
         RETURN;
     END IF;
 
@@ -132,7 +133,8 @@ BEGIN
             v_rapport.onbevestigd, v_rapport.onbevestigd_afgekapt, NULL::timestamptz,
             v_dv.bevestigingstermijn, '{}'::uuid [], v_rapport.geen_contactgegevens_aandeel,
             v_rapport.geen_contactgegevens_drempel, v_rapport.boven_drempel, false, true,
-            v_i.beheerrapport_template_id, v_i.beheerrapport_notify_service, false;
+            v_i.beheerrapport_template_id, v_i.beheerrapport_notify_service, false,
+            v_rapport.webhook_gat;
         RETURN;
     END IF;
 
@@ -187,53 +189,91 @@ BEGIN
         / NULLIF(pg_catalog.count(*), 0)
     INTO v_aandeel
     FROM nmc.notificatie AS n
-    WHERE n.dv_id = v_dv.dv_id AND n.regie = 'centraal' AND n.terminaal_op IS NOT NULL;
+    -- Over a recent window (settings.beheerrapport_venster), not the whole kept year: a new
+    -- spike shows at once, an early one stops flagging a small DV.
+    WHERE n.dv_id = v_dv.dv_id AND n.regie = 'centraal'
+        AND n.terminaal_op >= v_nu - v_i.beheerrapport_venster;
     v_boven := coalesce(v_aandeel > p_drempel, false);
+    -- A webhook paused for a gap (nmc.webhook_gat) waits for the DV: it is told here.
+    v_gat := EXISTS (
+        SELECT 1 FROM nmc.webhookpositie AS w
+        WHERE w.dv_id = v_dv.dv_id AND w.gat_op IS NOT NULL AND v_dv.webhook_url IS NOT NULL
+    );
 
     -- The same report all day: a try after a lost answer keeps its id (the NotifyNL
     -- reference), with the counts as they are now.
     INSERT INTO nmc.beheerrapport AS r (
         id, dv_id, dag, kanaal, onbevestigd, onbevestigd_afgekapt,
-        geen_contactgegevens_aandeel, geen_contactgegevens_drempel, boven_drempel, aangemaakt_op
+        geen_contactgegevens_aandeel, geen_contactgegevens_drempel, boven_drempel, webhook_gat,
+        aangemaakt_op
     )
     VALUES (
         pg_catalog.gen_random_uuid(), v_dv.dv_id, v_dag, v_soort, v_aantal,
-        v_aantal >= v_i.onbevestigd_telgrens, v_aandeel, p_drempel, v_boven, v_nu
+        v_aantal >= v_i.onbevestigd_telgrens, v_aandeel, p_drempel, v_boven, v_gat, v_nu
     )
     ON CONFLICT (dv_id, dag) DO UPDATE
     SET kanaal = excluded.kanaal, onbevestigd = excluded.onbevestigd,
         onbevestigd_afgekapt = excluded.onbevestigd_afgekapt,
         geen_contactgegevens_aandeel = excluded.geen_contactgegevens_aandeel,
         geen_contactgegevens_drempel = excluded.geen_contactgegevens_drempel,
-        boven_drempel = excluded.boven_drempel
+        boven_drempel = excluded.boven_drempel, webhook_gat = excluded.webhook_gat
     RETURNING * INTO v_rapport;
 
     -- An e-mail goes through NotifyNL: it takes a token of its service's send budget (the
     -- budget is the only user of NotifyNL's rate limit), once a template is configured.
     IF v_soort = 'https' THEN
         v_budget := true;
-    ELSIF (v_aantal > 0 OR v_boven) AND v_i.beheerrapport_template_id IS NOT NULL THEN
+    ELSIF (v_aantal > 0 OR v_boven OR v_gat) AND v_i.beheerrapport_template_id IS NOT NULL THEN
         v_budget := nmc.take_budget(v_i.beheerrapport_notify_service, 'verzenden', 1) > 0;
     END IF;
 
     RETURN QUERY SELECT
         v_rapport.id, v_dv.dv_id, v_dv.oin, v_dv.naam, v_dv.beheerkanaal, v_dag, v_aantal,
         v_rapport.onbevestigd_afgekapt, v_oudste, v_dv.bevestigingstermijn, v_ids, v_aandeel,
-        p_drempel, v_boven, v_aantal > 0 OR v_boven, false, v_i.beheerrapport_template_id,
-        v_i.beheerrapport_notify_service, v_budget;
+        p_drempel, v_boven, v_aantal > 0 OR v_boven OR v_gat, false,
+        v_i.beheerrapport_template_id, v_i.beheerrapport_notify_service, v_budget, v_gat;
 END
 $$;
-COMMENT ON FUNCTION nmc.begin_beheerrapport(bigint, integer, double precision) IS
+COMMENT ON FUNCTION nmc.begin_beheerrapport_v2(bigint, integer, double precision) IS
 'For the claimed beheerrapport task (fenced by epoch): today''s (Europe/Amsterdam) report of '
 'its DV, recorded in nmc.beheerrapport (one per DV and day; a later try keeps its id): the '
 'channel (NULL: the DV is inactive or has no mailto:/https: channel, close the task), the '
 'terminal statuses past its acknowledgement older than its bevestigingstermijn (count, '
 'afgekapt when settings.onbevestigd_telgrens was reached, the oldest, at most '
 'settings.beheerrapport_max_ids notification ids, oldest first), its share of '
-'geen-contactgegevens among finished centraal notifications and whether it is above '
-'p_drempel; te_melden when either needs reporting; afgerond when today''s report was '
-'finished already; the template and Notify service of the e-mail; budget: an e-mail took '
-'its send token (false: wait, or no template), an https: call always may.';
+'geen-contactgegevens among the centraal notifications that became terminal within '
+'settings.beheerrapport_venster and whether it is above p_drempel, whether its webhook is '
+'paused for a gap (webhook_gat: it waits for the DV to set its position); te_melden when '
+'any needs reporting; afgerond when today''s report was finished already; the template and '
+'Notify service of the e-mail; budget: an e-mail took its send token (false: wait, or no '
+'template), an https: call always may.';
+
+-- The previous release's form (its workers may call it during a rolling deploy): without
+-- the gap, which those workers cannot put in a report.
+CREATE OR REPLACE FUNCTION nmc.begin_beheerrapport(
+    p_taak_id bigint, p_claim_epoch integer, p_drempel double precision
+)
+RETURNS TABLE (
+    rapport_id uuid, dv_id integer, oin text, naam text, kanaal text, dag date,
+    onbevestigd integer, afgekapt boolean, oudste timestamptz, bevestigingstermijn interval,
+    notificatie_ids uuid[], aandeel double precision, drempel double precision,
+    boven_drempel boolean, te_melden boolean, afgerond boolean, template_id uuid,
+    notify_service text, budget boolean
+)
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT
+        r.rapport_id, r.dv_id, r.oin, r.naam, r.kanaal, r.dag, r.onbevestigd, r.afgekapt,
+        r.oudste, r.bevestigingstermijn, r.notificatie_ids, r.aandeel, r.drempel,
+        r.boven_drempel, r.te_melden AND (r.onbevestigd > 0 OR r.boven_drempel), r.afgerond,
+        r.template_id, r.notify_service, r.budget
+    FROM nmc.begin_beheerrapport_v2(p_taak_id, p_claim_epoch, p_drempel) AS r
+$$;
+COMMENT ON FUNCTION nmc.begin_beheerrapport(bigint, integer, double precision) IS
+'The previous release''s form of nmc.begin_beheerrapport_v2, without webhook_gat (te_melden '
+'only for unacknowledged statuses or the share). Drop it in the next release.';
 
 CREATE OR REPLACE FUNCTION nmc.finish_beheerrapport(
     p_taak_id bigint, p_claim_epoch integer, p_rapport_id uuid, p_uitkomst text,
@@ -295,7 +335,7 @@ DECLARE
 BEGIN
     SELECT pg_catalog.string_agg(k, ', ') INTO v_onbekend
     FROM pg_catalog.jsonb_object_keys(p_config) AS k
-    WHERE k NOT IN ('notifynlTemplateId', 'notifyService', 'tijd', 'maxIds');
+    WHERE k NOT IN ('notifynlTemplateId', 'notifyService', 'tijd', 'maxIds', 'venster');
     IF v_onbekend IS NOT NULL THEN
         RAISE EXCEPTION 'unknown fields in the beheer report document: %', v_onbekend
             USING ERRCODE = '22023';
@@ -311,13 +351,17 @@ BEGIN
         beheerrapport_tijd = coalesce((p_config ->> 'tijd')::time, i.beheerrapport_tijd),
         beheerrapport_max_ids = coalesce(
             (p_config ->> 'maxIds')::integer, i.beheerrapport_max_ids
+        ),
+        beheerrapport_venster = coalesce(
+            (p_config ->> 'venster')::interval, i.beheerrapport_venster
         );
 END
 $$;
 COMMENT ON FUNCTION nmc.configure_beheerrapport(jsonb) IS
 'Configures the beheer report like a berichttype (`nmc admin beheerrapport configure`): '
 'notifynlTemplateId (the NMC''s own NotifyNL template; null clears it), notifyService, tijd '
-'(time of day, Europe/Amsterdam), maxIds. Members left out keep their value. Admin only; '
+'(time of day, Europe/Amsterdam), maxIds, venster (the window of the geen-contactgegevens '
+'share, an interval). Members left out keep their value. Admin only; '
 '22023 for unknown members, the settings'' checks for bad values.';
 
 CREATE OR REPLACE FUNCTION nmc.list_beheerrapporten(p_limiet integer DEFAULT 100)

@@ -106,8 +106,10 @@ AS $$
     LEFT JOIN nmc.notify_service AS c ON c.code = s.code
     CROSS JOIN (VALUES ('verzenden'), ('navraag')) AS k (soort)
     UNION ALL
-    -- The webhook's state per DV: consecutive failures, paused (or switched off by a 410),
-    -- seconds since it last delivered up to its position.
+    -- The webhook's state per DV: consecutive failures, paused (or switched off by a 410,
+    -- or for a gap), paused for a gap (events after its position were in a dropped
+    -- partition: it waits for the DV to set its position), seconds since it last delivered
+    -- up to its position.
     SELECT o.naam, pg_catalog.jsonb_build_object('dv', d.dv_id), o.waarde
     FROM nmc.dienstverlener AS d
     INNER JOIN nmc.webhookpositie AS w ON w.dv_id = d.dv_id
@@ -117,9 +119,11 @@ AS $$
         (
             'nmc_webhook_gepauzeerd',
             (
-                w.uitgeschakeld OR coalesce(w.gepauzeerd_tot > (SELECT nmc.now()), false)
+                w.uitgeschakeld OR w.gat_op IS NOT NULL
+                OR coalesce(w.gepauzeerd_tot > (SELECT nmc.now()), false)
             )::integer::double precision
         ),
+        ('nmc_webhook_gat', (w.gat_op IS NOT NULL)::integer::double precision),
         (
             'nmc_webhook_achterstand_seconden',
             greatest(EXTRACT(EPOCH FROM (SELECT nmc.now()) - w.geleverd_op), 0)::double precision

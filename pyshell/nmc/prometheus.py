@@ -51,6 +51,10 @@ DATABASE_HELP = {
     "soort.",
     "nmc_webhook_mislukt": "Opeenvolgende mislukte webhook-leveringen per dienstverlener.",
     "nmc_webhook_gepauzeerd": "1 als de webhook gepauzeerd is (of na een 410 uitgeschakeld).",
+    "nmc_webhook_gat": (
+        "1 als de webhook stilstaat om een gat: events na zijn positie zaten in een "
+        "verwijderde partitie; de DV zet zijn positie (PUT /webhook/positie)."
+    ),
     "nmc_webhook_achterstand_seconden": "Seconden sinds de webhook voor het laatst tot zijn "
     "positie leverde.",
     "nmc_webhook_gevalideerd": "1 als de huidige webhook-URL de validatie doorstond.",

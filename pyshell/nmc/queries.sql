@@ -217,9 +217,11 @@ FROM nmc.claim_ongeldig_melden(%(eigenaar)s::text, %(batch)s::integer) AS c
 SELECT nmc.ensure_terugkoppelen() AS gepland
 
 -- claim_terugkoppelen --
--- gevalideerd: the URL passed its validation (else no pagina: validate it first).
-SELECT c.taak_id, c.claim_epoch, c.dv_id, c.webhook_url, c.epoch, c.pagina, c.gevalideerd
-FROM nmc.claim_terugkoppelen_v2(%(eigenaar)s::text, %(batch)s::integer) AS c
+-- gevalideerd: the URL passed its validation (else no pagina: validate it first); gat: the
+-- position has a gap and the webhook is paused for it (no pagina: close the task).
+SELECT c.taak_id, c.claim_epoch, c.dv_id, c.webhook_url, c.epoch, c.pagina, c.gevalideerd,
+    c.gat
+FROM nmc.claim_terugkoppelen_v3(%(eigenaar)s::text, %(batch)s::integer) AS c
 
 -- record_webhookvalidatie --
 SELECT nmc.record_webhookvalidatie(
@@ -236,8 +238,8 @@ SELECT nmc.ensure_beheerrapporten()
 SELECT b.rapport_id, b.dv_id, b.oin, b.naam, b.kanaal, b.dag, b.onbevestigd, b.afgekapt,
     b.oudste, b.bevestigingstermijn::text AS bevestigingstermijn, b.notificatie_ids, b.aandeel,
     b.drempel, b.boven_drempel, b.te_melden, b.afgerond, b.template_id, b.notify_service,
-    b.budget
-FROM nmc.begin_beheerrapport(
+    b.budget, b.webhook_gat
+FROM nmc.begin_beheerrapport_v2(
     %(taak_id)s::bigint, %(claim_epoch)s::integer, %(drempel)s::double precision
 ) AS b
 
@@ -307,6 +309,13 @@ SELECT nmc.read_snapshot_pagina_v2(
 
 -- resume_webhook --
 SELECT nmc.resume_webhook(%(dv_id)s::integer)
+
+-- set_webhook_positie --
+-- No cursor (xid NULL): the oldest available event.
+SELECT nmc.set_webhook_positie(
+    %(dv_id)s::integer, %(epoch)s::integer, %(xid)s::xid8, %(event_id)s::bigint,
+    %(uitgegeven_op)s::timestamptz
+)
 
 -- api_metrics --
 -- Also what `nmc admin report geen-contactgegevens` reads (as admin).

@@ -195,6 +195,11 @@ def valid_requests(client: TestClient) -> dict[Operation, Callable[[], Request]]
             "method": "POST",
             "url": f"{BASE}/webhook/hervatten",
         },
+        ("/webhook/positie", "put"): lambda: {
+            "method": "PUT",
+            "url": f"{BASE}/webhook/positie",
+            "json": {"vanaf": "oudste"},
+        },
         ("/openapi.json", "get"): get("/openapi.json"),
     }
 

@@ -9,7 +9,7 @@ import sys
 import jwt
 import psycopg
 import pytest
-from apitest import BASE, OIN_A, OIN_B, auth
+from apitest import BASE, OIN_A, OIN_B, auth, token
 from feedtest import intake, read_until
 from starlette.testclient import TestClient
 
@@ -17,8 +17,10 @@ from nmc.api.app import create_app
 from nmc.api.logs import JsonFormatter
 from nmc.api.metrics import database_lines
 from nmc.webhook_signing import load_signing_ring, new_signing_ring
+from nmc_client import Conflict, CursorExpired, NmcClient, NotFound
 
 HERVATTEN = f"{BASE}/webhook/hervatten"
+POSITIE = f"{BASE}/webhook/positie"
 PRIVATE_MEMBERS = {"d", "p", "q", "dp", "dq", "qi", "oth", "k"}
 
 
@@ -49,6 +51,52 @@ def test_resume_the_webhook_is_204_and_404_without_one(api_env, apply_dv, conn):
         with_body = client.post(HERVATTEN, json={"nu": True}, headers=auth(OIN_A))
         assert with_body.status_code == 400
         assert client.post(HERVATTEN).status_code == 401
+
+
+def test_a_webhook_paused_for_a_gap_comes_back_only_by_setting_its_position(
+    api_env, apply_dv, conn
+):
+    apply_dv(OIN_A, webhook={"url": "https://dv.example/nmc-webhook"})
+    apply_dv(OIN_B)
+    conn.execute("SELECT nmc.ensure_terugkoppelen()")
+    with TestClient(create_app(), raise_server_exceptions=False) as http:
+        nmc = NmcClient(f"http://testserver{BASE}", lambda: token(OIN_A), http=http)
+        cursor = nmc.read_changes().cursor
+        # The log's range up to just past that cursor was dropped (the register says so),
+        # and the webhook's claim found the gap (tests_sql/webhook_gat.sql).
+        [einde] = conn.execute(
+            "UPDATE nmc.event_partitie SET verwijderd_op = nmc.now(),"
+            " xid_tot = (pg_snapshot_xmin(pg_current_snapshot())::text::bigint + 1000)"
+            "::text::xid8 RETURNING xid_tot::text"
+        ).fetchone()
+        conn.execute("UPDATE nmc.webhookpositie SET gat_op = nmc.now()")
+
+        with pytest.raises(Conflict, match="PUT /webhook/positie"):
+            nmc.resume_webhook()  # resuming would skip the lost events
+        with pytest.raises(CursorExpired):
+            nmc.set_webhook_position(cursor)  # the feed's 410 rules
+        assert conn.execute("SELECT gat_op IS NOT NULL FROM nmc.webhookpositie").fetchone()[0]
+        for body in ({}, {"cursor": cursor, "vanaf": "oudste"}, {"vanaf": "nieuwste"},
+                     {"cursor": "niet geldig"}, {"cursor": cursor, "nu": True}):  # fmt: skip
+            assert http.put(POSITIE, json=body, headers=auth(OIN_A)).status_code == 400, body
+        assert http.put(POSITIE, json={"vanaf": "oudste"}).status_code == 401
+        with pytest.raises(NotFound):
+            NmcClient(
+                f"http://testserver{BASE}", lambda: token(OIN_B), http=http
+            ).set_webhook_position()
+
+        nmc.set_webhook_position()  # from the oldest available event
+        row = conn.execute("SELECT xid::text, event_id, gat_op FROM nmc.webhookpositie").fetchone()
+        assert row == (einde, 0, None)
+        assert conn.execute(
+            "SELECT count(*) FROM nmc.taak WHERE soort = 'terugkoppelen' AND staat = 'open'"
+            " AND due <= nmc.now()"
+        ).fetchone() == (1,), "the webhook delivers again at once"
+
+        conn.execute("UPDATE nmc.event_partitie SET verwijderd_op = NULL")
+        nmc.set_webhook_position(cursor)  # a cursor it holds, now valid: back to it
+        [xid] = conn.execute("SELECT xid::text FROM nmc.webhookpositie").fetchone()
+        assert int(xid) < int(einde), "back before the end of the range, at the cursor"
 
 
 # --------------------------------------------------------------------------------------------

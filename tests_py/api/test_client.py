@@ -34,6 +34,7 @@ from nmc.cloudevents import event_source, to_cloudevent
 from nmc.feed_cursor import CursorCodec
 from nmc.peppers import load_peppers
 from nmc.webhook_signing import issuer, load_signing_ring, new_signing_ring, parse_signing_ring
+from nmc.webhook_validatie import Adresbeleid
 from nmc_client import (
     Conflict,
     CursorExpired,
@@ -495,6 +496,9 @@ def test_the_nmcs_own_webhook_call_is_verified_and_applied(nmc, client, conn, dv
 
     receiver = Starlette(routes=[Route("/nmc-webhook", hook, methods=["POST"])])
 
+    async def public_resolver(host: str, port: int) -> list[str]:
+        return ["145.21.10.1"]  # dv.example, as DNS would answer it
+
     async def deliver():
         transport = httpx.ASGITransport(app=receiver)
         async with httpx.AsyncClient(transport=transport) as http:
@@ -504,8 +508,11 @@ def test_the_nmcs_own_webhook_call_is_verified_and_applied(nmc, client, conn, dv
                 issuer=issuer(),
                 source=event_source(),
                 cursors=CursorCodec(load_peppers()),
+                beleid=Adresbeleid(),
+                resolver=public_resolver,
             )
-            return await webhook.deliver(HOOK, webhook.batch(dvs["A"], page))
+            target = await webhook.target(HOOK)
+            return await webhook.deliver(target, webhook.batch(dvs["A"], page))
 
     assert asyncio.run(deliver()).uitkomst == "geleverd"
     assert sorted(c.notificatie_id for c in changes) == sorted(ids)

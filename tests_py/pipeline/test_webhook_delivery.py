@@ -435,6 +435,76 @@ async def test_a_410_disables_the_webhook_until_the_dv_resumes_it(
     assert receiver.refusals == []
 
 
+async def test_a_resumed_webhook_delivers_nothing_past_a_gap_until_the_dv_sets_its_position(
+    start_worker, webhook_dv, receiver, intake, conn, api
+):
+    receiver.answers.append(410)
+    async with start_worker() as worker:
+        await prepared(worker, conn, intake, webhook_dv, 2)
+        assert await worker.run_once(SOORT) == 1  # 410: off, the position before both events
+        # While it was off, the range holding its next events was dropped (the register says
+        # so: the feed answers 410 for this position).
+        [einde] = conn.execute(
+            "WITH laatste AS (SELECT max(xid) AS xid FROM nmc.event WHERE dv_id = %s)"
+            " UPDATE nmc.event_partitie AS p SET verwijderd_op = nmc.now(),"
+            " xid_tot = (l.xid::text::bigint + 1)::text::xid8 FROM laatste AS l"
+            " WHERE p.xid_van <= l.xid AND p.xid_tot > l.xid RETURNING p.xid_tot::text",
+            [webhook_dv],
+        ).fetchone()
+        hervatten(api)  # the DV resumes its webhook
+        assert await worker.run_once(SOORT) == 1
+        assert len(receiver.calls) == 1, "no batch past the gap"
+        [gat_op] = conn.execute(
+            "SELECT gat_op FROM nmc.webhookpositie WHERE dv_id = %s", [webhook_dv]
+        ).fetchone()
+        assert gat_op is not None and positie(conn, webhook_dv)["taak"] is None
+        gap = httpx.post(f"{api}{BASE}/webhook/hervatten", headers=dv_token())
+        assert gap.status_code == 409, "resuming again does not skip it"
+
+        # The way back: the DV sets its position to the oldest available event.
+        response = httpx.put(
+            f"{api}{BASE}/webhook/positie", json={"vanaf": "oudste"}, headers=dv_token()
+        )
+        assert response.status_code == 204, response.text
+        assert plek(positie(conn, webhook_dv)) == (int(einde), 0)
+        later = make_events(intake, 1)
+        wait_visible(conn, webhook_dv, 3)
+        await pump(worker, conn, lambda: len(receiver.calls) >= 2)
+    assert [call.status for call in receiver.calls] == [410, 200]
+    assert [e["subject"] for e in receiver.calls[1].events] == [str(n) for n in later]
+
+
+@pytest.mark.parametrize("eerder", ["bestaand", "geldig"])
+async def test_every_delivery_checks_the_address_again(
+    start_worker, webhook_dv, receiver, intake, conn, eerder
+):
+    """A webhook in use from before validation existed (`bestaand`, never checked) or one
+    validated when its address was fine: at delivery its address is checked again. Here the
+    receiver's loopback address is no longer allowed (as a name now resolving into the
+    platform would be refused): no call, the refusal recorded, the task waits."""
+    conn.execute(
+        "UPDATE nmc.webhookvalidatie SET uitkomst = %s WHERE dv_id = %s", [eerder, webhook_dv]
+    )
+    handshakes = len(receiver.handshakes)  # the fixture's validation
+    async with start_worker(webhook_toegestane_netwerken="") as worker:
+        await prepared(worker, conn, intake, webhook_dv, 1)
+        assert await worker.run_once(SOORT) == 1
+        assert receiver.calls == [], "nothing went to the refused address"
+        assert conn.execute(
+            "SELECT uitkomst, detail FROM nmc.webhookvalidatie WHERE dv_id = %s", [webhook_dv]
+        ).fetchone() == ("adres-geweigerd", "loopback")
+        [(staat, fout, mislukt)] = conn.execute(
+            "SELECT t.staat::text, t.laatste_fout, w.mislukt FROM nmc.taak AS t"
+            " JOIN nmc.webhookpositie AS w ON w.dv_id = t.dv_id"
+            " WHERE t.soort = 'terugkoppelen' AND t.staat <> 'done'"
+        ).fetchall()
+        assert (staat, fout, mislukt) == ("open", "webhook-adres-geweigerd", 0)
+        # Validated again by its task (with backoff) before anything is delivered.
+        advance(conn, "1 minute")
+        assert await worker.run_once(SOORT) == 1
+        assert receiver.calls == [] and len(receiver.handshakes) == handshakes
+
+
 async def test_an_ldv_outage_defers_without_counting_against_the_dv(
     start_worker, webhook_dv, receiver, intake, conn, sim
 ):

@@ -266,8 +266,18 @@ class NmcClient:
         return SnapshotPage(list(answer["notificaties"]), answer.get("volgende"), answer["cursor"])
 
     def resume_webhook(self) -> None:
-        """POST /webhook/hervatten: end a pause of this DV's webhook now."""
+        """POST /webhook/hervatten: end a pause of this DV's webhook now. Raises Conflict
+        (409) when it is paused for a gap: then set its position (`set_webhook_position`)."""
         self.transport.call("POST", "/webhook/hervatten", ok=(204,))
+
+    def set_webhook_position(self, cursor: str | None = None) -> None:
+        """PUT /webhook/positie: the webhook delivers from `cursor` (a feed cursor this DV
+        holds: from the feed, a snapshot or a webhook call's Nmc-Cursor), or from the oldest
+        available event when `cursor` is None; any pause ends, also one for a gap (events
+        after the old position were no longer available). Raises CursorExpired (410) for a
+        cursor the feed would refuse, NotFound (404) when this DV has no webhook."""
+        body: dict[str, str] = {"cursor": cursor} if cursor is not None else {"vanaf": "oudste"}
+        self.transport.call("PUT", "/webhook/positie", json=body, ok=(204,))
 
 
 def _regie(regie: str) -> str:

@@ -102,7 +102,8 @@ class NotFound(NmcProblem):
 
 
 class Conflict(NmcProblem):
-    """409: a dvRef reused with another payload, or a cancel after `aangenomen`."""
+    """409: a dvRef reused with another payload, a cancel after `aangenomen`, or a resume of
+    a webhook paused for a gap (set its position instead)."""
 
 
 class CursorExpired(NmcProblem):

@@ -213,7 +213,7 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
         self._expiry = limits.keepalive_expiry
         self._ssl = ssl_context
         self._slots: asyncio.Semaphore | None = None
-        self._idle: dict[tuple[str, str, int], deque[_Connection]] = {}
+        self._idle: dict[tuple[str, str, int, str], deque[_Connection]] = {}
         self._idle_count = 0
         self._closed = False
 
@@ -225,7 +225,12 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
         scheme = url.scheme
         if scheme not in _DEFAULT_PORTS:
             raise httpx.UnsupportedProtocol(f"unsupported scheme {scheme!r}")
-        origin = (scheme, url.host, url.port or _DEFAULT_PORTS[scheme])
+        # A call pinned to a checked address (nmc.webhook_validatie.Doel) connects to the
+        # address in the URL and names its host in TLS (SNI, certificate): httpcore's
+        # `sni_hostname` extension. Connections are pooled per name too, so one opened for
+        # one host is never reused for another that shares its address.
+        sni = request.extensions.get("sni_hostname") or url.host
+        origin = (scheme, url.host, url.port or _DEFAULT_PORTS[scheme], sni)
         body = await request.aread()
         data = _encode(request, body)
 
@@ -263,7 +268,7 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
         except TimeoutError:
             raise httpx.PoolTimeout("no connection free in time") from None
 
-    def _take_idle(self, origin: tuple[str, str, int]) -> _Connection | None:
+    def _take_idle(self, origin: tuple[str, str, int, str]) -> _Connection | None:
         idle = self._idle.get(origin)
         now = time.monotonic()
         while idle:
@@ -274,7 +279,7 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
             connection.close()
         return None
 
-    def _give_back(self, origin: tuple[str, str, int], connection: _Connection) -> None:
+    def _give_back(self, origin: tuple[str, str, int, str], connection: _Connection) -> None:
         full = self._max_idle is not None and self._idle_count >= self._max_idle
         if self._closed or full or not connection.keep_alive or connection.closed:
             connection.close()
@@ -283,8 +288,10 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
         self._idle.setdefault(origin, deque()).append(connection)
         self._idle_count += 1
 
-    async def _connect(self, origin: tuple[str, str, int], timeout: float | None) -> _Connection:
-        scheme, host, port = origin
+    async def _connect(
+        self, origin: tuple[str, str, int, str], timeout: float | None
+    ) -> _Connection:
+        scheme, host, port, sni = origin
         context = None
         if scheme == "https":
             if self._ssl is None:
@@ -294,7 +301,7 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
         try:
             async with asyncio.timeout(timeout):
                 _, connection = await loop.create_connection(
-                    _Connection, host, port, ssl=context, server_hostname=host if context else None
+                    _Connection, host, port, ssl=context, server_hostname=sni if context else None
                 )
         except TimeoutError:
             raise httpx.ConnectTimeout("connect timed out") from None

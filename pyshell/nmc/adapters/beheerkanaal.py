@@ -13,7 +13,11 @@ The token is the webhook's (nmc.webhook_signing: the same ring, issuer and JWKS)
 verifies it as it verifies its webhook calls. The id stays the same for every try of one
 day's report, so a DV that saw it already can ignore a repeat. The target is checked like a
 webhook's (nmc.webhook_validatie: no loopback, link-local or private address unless allowed)
-before every call; redirects are not followed.
+before every call, and the call connects to the address that was checked (`Host`, SNI and
+certificate verification for the host); redirects are not followed. An `http:` channel is
+refused (`beheerkanaal-geen-https`) unless every address it resolves to lies in an
+explicitly allowed network (NMC_WEBHOOK_TOEGESTANE_NETWERKEN: tests and demos on loopback):
+a report in plain text over the internet is not sent.
 
 Answers: a 2xx is delivered; 408, 429, 5xx, a timeout or a connection error concern the call
 (`Deferral`, backoff, not counted); any other answer (the DV refuses the report) is a failure
@@ -25,12 +29,20 @@ import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
 from nmc.adapters.http import Deferral, UnexpectedResponse
 from nmc.webhook_signing import SigningRing
-from nmc.webhook_validatie import ADRES_GEWEIGERD, Adresbeleid, Resolver, check_target
+from nmc.webhook_validatie import (
+    ADRES_GEWEIGERD,
+    Adresbeleid,
+    Resolver,
+    Validatie,
+    pin_target,
+    send,
+)
 from nmc.webhook_validatie import system_resolver as default_resolver
 
 SERVICE = "beheerkanaal"
@@ -82,24 +94,27 @@ class BeheerkanaalClient:
         headers: Mapping[str, str] | None = None,
     ) -> None:
         """Deliver the report; returns on a 2xx, raises `Deferral` or `UnexpectedResponse`."""
-        refusal = await check_target(url, self._beleid, self._resolver)
-        if refusal is not None:
+        target = await pin_target(url, self._beleid, self._resolver)
+        if isinstance(target, Validatie):
             # A refused address is the channel's configuration, not an outage: it fails.
-            word = "adres-geweigerd" if refusal.uitkomst == ADRES_GEWEIGERD else refusal.uitkomst
+            word = "adres-geweigerd" if target.uitkomst == ADRES_GEWEIGERD else target.uitkomst
             raise UnexpectedResponse(f"{SERVICE}-{word}")
+        if urlsplit(url).scheme.lower() != "https" and not self._beleid.allows(target.adres):
+            raise UnexpectedResponse(f"{SERVICE}-geen-https")
         token = self._signing.sign(
             url, issuer=self._issuer, lifetime_seconds=TOKEN_LIFETIME_SECONDS
         )
         try:
-            response = await self._client.post(
-                url,
+            response = await send(
+                self._client,
+                "POST",
+                target,
                 content=self.event(rapport_id, oin, data),
                 headers={
                     **(headers or {}),
                     "Content-Type": CONTENT_TYPE,
                     "Authorization": f"Bearer {token}",
                 },
-                follow_redirects=False,
             )
         except httpx.TimeoutException:
             raise Deferral(f"{SERVICE}-timeout") from None

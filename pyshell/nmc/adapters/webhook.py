@@ -16,6 +16,12 @@ The DV's answer becomes an outcome word for nmc.finish_terugkoppelen: 2xx `gelev
 `weg` (the DV wants no more calls), anything else, a timeout or a connection error
 `mislukt`, with a short error class (`webhook-http-503`, `webhook-timeout`) that names no URL
 and no content.
+
+Before every call the URL's host is resolved and checked again (`target`,
+nmc.webhook_validatie.pin_target: a webhook validated once, or in use from before validation
+existed, `bestaand`, may since point somewhere it must not) and the call connects to the
+checked address, with `Host`, SNI and certificate verification for the host. A refused
+address is the worker's to record (the webhook is then no longer validated).
 """
 
 import json
@@ -28,6 +34,8 @@ import httpx
 from nmc.cloudevents import to_cloudevent
 from nmc.feed_cursor import CursorCodec, Position
 from nmc.webhook_signing import SigningRing
+from nmc.webhook_validatie import Adresbeleid, Doel, Resolver, Validatie, pin_target, send
+from nmc.webhook_validatie import system_resolver as default_resolver
 
 SERVICE = "webhook"
 CONTENT_TYPE = "application/cloudevents-batch+json"
@@ -63,12 +71,20 @@ class WebhookClient:
         issuer: str,
         source: str,
         cursors: CursorCodec,
+        beleid: Adresbeleid,
+        resolver: Resolver = default_resolver,
     ) -> None:
         self._client = client
         self._signing = signing
         self._issuer = issuer
         self._source = source
         self._cursors = cursors
+        self._beleid = beleid
+        self._resolver = resolver
+
+    async def target(self, url: str) -> Doel | Validatie:
+        """The URL pinned to a checked address of its host, or why it may not be called."""
+        return await pin_target(url, self._beleid, self._resolver)
 
     def batch(self, dv_id: int, page: Mapping[str, Any]) -> Batch:
         """The body and the `Nmc-Cursor` of a non-empty page of nmc.claim_terugkoppelen."""
@@ -84,14 +100,17 @@ class WebhookClient:
         )
 
     async def deliver(
-        self, url: str, batch: Batch, headers: Mapping[str, str] | None = None
+        self, target: Doel, batch: Batch, headers: Mapping[str, str] | None = None
     ) -> Levering:
+        """POST the batch to `target`, connecting to the address that was checked."""
         token = self._signing.sign(
-            url, issuer=self._issuer, lifetime_seconds=TOKEN_LIFETIME_SECONDS
+            target.url, issuer=self._issuer, lifetime_seconds=TOKEN_LIFETIME_SECONDS
         )
         try:
-            response = await self._client.post(
-                url,
+            response = await send(
+                self._client,
+                "POST",
+                target,
                 content=batch.body,
                 headers={
                     **(headers or {}),
@@ -99,7 +118,6 @@ class WebhookClient:
                     "Authorization": f"Bearer {token}",
                     CURSOR_HEADER: batch.cursor,
                 },
-                follow_redirects=False,
             )
         except httpx.TimeoutException:
             return Levering("mislukt", f"{SERVICE}-timeout")

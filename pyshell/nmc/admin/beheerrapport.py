@@ -8,7 +8,9 @@ its own whose NotifyNL callback does not point at the NMC (a receipt for a repor
 attempt and is counted as an unknown reference). The template receives as personalisation:
 dienstverlener, oin, dag, onbevestigd_aantal, bevestigingstermijn, onbevestigd_oudste,
 notificatie_ids (one per line), notificatie_ids_meer, geen_contactgegevens_aandeel,
-geen_contactgegevens_drempel, geen_contactgegevens_boven_drempel.
+geen_contactgegevens_drempel, geen_contactgegevens_boven_drempel (the share over the recent
+window `--venster`, default 7 days), webhook_gat (ja: the DV's webhook is paused for a gap
+until it sets its position).
 """
 
 import argparse
@@ -52,6 +54,8 @@ def document_from_args(args: argparse.Namespace) -> dict[str, Any]:
         document["tijd"] = args.tijd
     if args.max_ids is not None:
         document["maxIds"] = args.max_ids
+    if args.venster is not None:
+        document["venster"] = args.venster
     if not document:
         raise NmcError("nothing to configure: give --template-id, --notify-service, --tijd …")
     return document
@@ -95,6 +99,10 @@ def add_commands(
     )
     configure_cmd.add_argument("--tijd", help="time of day the reports go out (Europe/Amsterdam)")
     configure_cmd.add_argument("--max-ids", type=int, help="notification ids listed at most")
+    configure_cmd.add_argument(
+        "--venster",
+        help="the recent window of the geen-contactgegevens share (an interval, e.g. '7 days')",
+    )
     listing = command(rapport, "list", cmd_list, "the latest reports, newest day first")
     listing.add_argument("--limit", type=int, default=100)
     listing.add_argument("--json", action="store_true")

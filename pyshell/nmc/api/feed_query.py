@@ -57,6 +57,28 @@ def parse_bevestiging(body: Any) -> str:
     return cursor
 
 
+OLDEST = "oudste"
+
+
+def parse_webhook_positie(body: Any) -> str | None:
+    """The body of PUT /webhook/positie: `{"cursor": "..."}` (a feed cursor the DV holds) or
+    `{"vanaf": "oudste"}` (the oldest available event, returned as None)."""
+    if not isinstance(body, dict):
+        raise ValidationFailed([violation("", "moet een JSON-object zijn")])
+    errors = [
+        violation(_label(name), "onbekend veld") for name in body if name not in ("cursor", "vanaf")
+    ]
+    cursor, vanaf = body.get("cursor"), body.get("vanaf")
+    if ("cursor" in body) == ("vanaf" in body):
+        errors.append(violation("", "geef cursor of vanaf, niet beide en niet geen van beide"))
+    elif "cursor" in body and (not isinstance(cursor, str) or not _TOKEN.match(cursor)):
+        errors.append(violation("cursor", INVALID_CURSOR))
+    elif "vanaf" in body and vanaf != OLDEST:
+        errors.append(violation("vanaf", f"moet {OLDEST!r} zijn"))
+    _raise_if_any(errors)
+    return cursor if isinstance(cursor, str) else None
+
+
 def wants_event_stream(accept: str | None) -> bool:
     """True when the Accept header lists text/event-stream (with a q above 0)."""
     if not accept:

@@ -2,7 +2,8 @@
 and resuming the webhook.
 
 Every request is one SQL call (nmc.page_events, nmc.acknowledge_cursor,
-nmc.snapshot_notificaties, nmc.resume_webhook; with a replica a page is two, see
+nmc.snapshot_notificaties, nmc.resume_webhook, nmc.set_webhook_positie; with a replica a
+page is two, see
 nmc.api.replica); the rules (watermark, cursor expiry, call rate,
 forward-only acknowledgement) are those functions'. The shell seals positions into opaque
 cursors (nmc.feed_cursor), turns events into CloudEvents (nmc.cloudevents) and writes the LDV
@@ -28,11 +29,12 @@ from nmc.api.feed_query import (
     parse_bevestiging,
     parse_feed_query,
     parse_snapshot_query,
+    parse_webhook_positie,
     wants_event_stream,
 )
 from nmc.api.middleware import trace_id_of
 from nmc.api.openapi import BASE_PATH
-from nmc.api.problems import internal_error, not_found
+from nmc.api.problems import conflict, internal_error, not_found
 from nmc.api.services import Services, caller, services_of
 from nmc.api.sse import EventStreamResponse, FeedStream
 from nmc.api.validation import Location, ValidationFailed, violation
@@ -176,18 +178,44 @@ async def snapshot(request: Request) -> Response:
 # Webhook
 
 
+GAP_DETAIL = (
+    "De webhook staat stil om een gat: events na zijn positie zijn niet meer beschikbaar. Zet "
+    "de positie met PUT /webhook/positie (een cursor die u heeft, of vanaf het oudste event)."
+)
+
+
 async def webhook_hervatten(request: Request) -> Response:
     services = services_of(request)
     dv = await caller(request)
     if await read_body(request, ACK_BODY_LIMIT):
         raise ValidationFailed([violation("", "dit verzoek heeft geen inhoud")])
+    row = await _webhook_call(services, "resume_webhook", {"dv_id": dv.dv_id})
+    if row and row[0] == "gat":
+        # Resuming would skip the lost events: only setting the position ends this pause.
+        raise conflict(GAP_DETAIL)
+    return Response(status_code=204)
+
+
+async def webhook_positie(request: Request) -> Response:
+    """Set the webhook's delivery position to a cursor the DV holds (the feed's 410 rules
+    apply) or to the oldest available event; the webhook resumes from there."""
+    services = services_of(request)
+    dv = await caller(request)
+    cursor = parse_webhook_positie(await read_json(request, ACK_BODY_LIMIT))
+    position = _position(services, dv, cursor, "cursor", "body")
+    params = position.sql_params() if position is not None else NO_CURSOR
+    await _webhook_call(services, "set_webhook_positie", {"dv_id": dv.dv_id, **params})
+    return Response(status_code=204)
+
+
+async def _webhook_call(services: Services, name: str, params: Mapping[str, Any]) -> Any:
+    """One webhook call of the DV; NM005 (no webhook) is a 404."""
     try:
-        await sql_calls.fetch_one(services.pool, "resume_webhook", {"dv_id": dv.dv_id})
+        return await sql_calls.fetch_one(services.pool, name, params)
     except psycopg.Error as error:
         if error.sqlstate == sqlstates.NOT_FOUND:
             raise not_found("Deze dienstverlener heeft geen webhook.") from None
         raise
-    return Response(status_code=204)
 
 
 # --------------------------------------------------------------------------------------------
@@ -229,4 +257,5 @@ def routes() -> list[Route]:
         Route(f"{base}/wijzigingen/bevestiging", bevestiging, methods=["PUT"]),
         Route(f"{base}/_snapshot", snapshot, methods=["GET"]),
         Route(f"{BASE_PATH}/webhook/hervatten", webhook_hervatten, methods=["POST"]),
+        Route(f"{BASE_PATH}/webhook/positie", webhook_positie, methods=["PUT"]),
     ]

@@ -179,6 +179,9 @@ def report_data(rapport) -> dict[str, Any]:
             "drempel": rapport.drempel,
             "bovenDrempel": bool(rapport.boven_drempel),
         },
+        # Paused for a gap (events after its position were in a dropped partition): the DV
+        # sets its position (PUT /webhook/positie) to a cursor it holds or the oldest event.
+        "webhook": {"gepauzeerdVoorGat": bool(rapport.webhook_gat)},
     }
 
 
@@ -199,6 +202,7 @@ def personalisation(data: dict[str, Any]) -> dict[str, str]:
         "geen_contactgegevens_aandeel": _percent(geen["aandeel"]),
         "geen_contactgegevens_drempel": _percent(geen["drempel"]),
         "geen_contactgegevens_boven_drempel": "ja" if geen["bovenDrempel"] else "nee",
+        "webhook_gat": "ja" if data["webhook"]["gepauzeerdVoorGat"] else "nee",
     }
 
 

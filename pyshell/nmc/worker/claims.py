@@ -86,8 +86,9 @@ class Ongeldigtaak:
 
 @dataclass(frozen=True)
 class Terugkoppeltaak:
-    """A DV's webhook delivery (nmc.claim_terugkoppelen_v2): its URL (None: close the task),
-    whether that URL passed its validation, and then the next page of events."""
+    """A DV's webhook delivery (nmc.claim_terugkoppelen_v3): its URL (None: close the task),
+    whether that URL passed its validation, whether its position has a gap (the webhook is
+    paused for it: close the task), and then the next page of events."""
 
     taak_id: int
     claim_epoch: int
@@ -96,6 +97,7 @@ class Terugkoppeltaak:
     epoch: int | None
     pagina: Any
     gevalideerd: bool | None
+    gat: bool = False
 
 
 CLAIM_ROWS: dict[str, type] = {

@@ -27,7 +27,8 @@ NMC_WEBHOOK_ISSUER        the `iss` of webhook tokens (default: the event source
 NMC_WEBHOOK_ORIGIN        the NMC's origin in the webhook handshake (nmc.webhook_validatie)
 NMC_WEBHOOK_TOEGESTANE_NETWERKEN  non-public networks (CIDRs) a webhook or an https: beheer
                           channel may point into after all (default none: loopback, link-local
-                          and private targets are refused)
+                          and private targets are refused); an http: beheer channel is sent
+                          only into these networks
 NMC_OIN / NMC_API_EVENT_SOURCE  the CloudEvents `source`, as for the API (nmc.cloudevents)
 """
 

@@ -180,6 +180,7 @@ class Worker:
                         issuer=config.webhook_issuer or config.event_source,
                         source=config.event_source,
                         cursors=CursorCodec(peppers),
+                        beleid=beleid,
                     )
                     if signing is not None and peppers is not None
                     else None

@@ -15,6 +15,13 @@ each call: the lease is extended and the LDV record of the provision is written 
 outage defers the task without counting against the DV's webhook). The task of a DV that
 was deactivated or lost its webhook comes without a URL and is closed.
 
+Before every delivery the address is checked again (nmc.adapters.webhook: the call connects
+to the checked address): one now refused is recorded as `adres-geweigerd`, so the webhook is
+no longer validated and its task validates it again (with backoff) before it delivers; this
+is also how a webhook recorded as `bestaand` (in use before validation existed, never
+checked) meets the check at its next delivery. A name that no longer resolves is a failed
+delivery.
+
 Before the first delivery to a URL the webhook must be validated (nmc.webhook_validatie: no
 loopback, link-local or private target unless allowed, and the CloudEvents handshake).
 `nmc admin dv apply` validates a new URL; a task whose URL is not validated yet (the apply's
@@ -22,6 +29,12 @@ try failed, or it came by another way) is claimed without a batch, validated her
 recorded (nmc.record_webhookvalidatie) and the task deferred: it delivers on its next round
 once the URL passed, and tries the validation again with backoff while it fails. The failed
 validation counts as a deferral, not against the DV's webhook (no pause).
+
+A gap (events after the position were in an event partition that was dropped: the feed
+answers 410 for that position) is never delivered past: the claim pauses the webhook for it
+and hands the task over without a batch; it is closed here and none is planned until the DV
+sets its position to a cursor it holds or to the oldest event (PUT /webhook/positie,
+nmc.set_webhook_positie). The metric nmc_webhook_gat and the daily beheer report tell of it.
 
 nmc.ensure_terugkoppelen plans the tasks (a new webhook, one resumed after a 410): this kind
 calls it at its first round and then once a minute. An epoch raise moves every delivery
@@ -34,6 +47,7 @@ import secrets
 import time
 
 from nmc.adapters.http import Deferral
+from nmc.webhook_validatie import ADRES_GEWEIGERD, Validatie
 from nmc.worker.claims import Terugkoppeltaak
 from nmc.worker.context import Context, Failure, settle
 from nmc.worker.logs import event
@@ -70,6 +84,15 @@ async def _deliver(ctx: Context, taak: Terugkoppeltaak) -> str:
             "finish_taak", {"taak_id": taak.taak_id, "claim_epoch": taak.claim_epoch}
         )
         return "geen-webhook"
+    if taak.gat:
+        # Events after the position were in a dropped partition: the claim paused the
+        # webhook for it (nmc.claim_terugkoppelen_v3); nothing goes out until the DV sets
+        # its position (PUT /webhook/positie).
+        await ctx.db.fetch_all(
+            "finish_taak", {"taak_id": taak.taak_id, "claim_epoch": taak.claim_epoch}
+        )
+        event(logging.WARNING, "webhook-gat", taak_id=taak.taak_id, dv_id=taak.dv_id)
+        return "gat"
     if ctx.webhook is None:
         raise Failure("webhook-niet-ingesteld")
     if not taak.gevalideerd:
@@ -79,10 +102,23 @@ async def _deliver(ctx: Context, taak: Terugkoppeltaak) -> str:
         return await _finish(ctx, taak, "geleverd", page["xid"], page["eventId"])
     batch = ctx.webhook.batch(taak.dv_id, page)
     await ctx.extend_lease(taak.taak_id, taak.claim_epoch)
+    # The address is checked again for this call, and the call goes to the checked address.
+    target = await ctx.webhook.target(taak.webhook_url)
+    if isinstance(target, Validatie):
+        if target.uitkomst == ADRES_GEWEIGERD:
+            # It points somewhere it must not (since, or always: a `bestaand` webhook never
+            # had the check): no longer validated; its task validates it again, with backoff.
+            await _record(ctx, taak, target)
+            raise Deferral(f"webhook-{target.uitkomst}")
+        event(
+            logging.WARNING, "webhook-niet-geleverd", taak_id=taak.taak_id, dv_id=taak.dv_id,
+            fout=f"webhook-{target.detail}",
+        )  # fmt: skip
+        return await _finish(ctx, taak, "mislukt", None, None)
     headers = await ctx.ldv.register_verstrekking(
         secrets.token_hex(16), LDV_NAAM, taak.dv_id, batch.notificatie_ids
     )
-    levering = await ctx.webhook.deliver(taak.webhook_url, batch, headers)
+    levering = await ctx.webhook.deliver(target, batch, headers)
     if levering.fout:
         event(
             logging.WARNING,
@@ -116,6 +152,17 @@ async def _validate(ctx: Context, taak: Terugkoppeltaak) -> str:
         raise Failure("webhook-validatie-niet-ingesteld")
     await ctx.extend_lease(taak.taak_id, taak.claim_epoch)
     validatie = await ctx.webhook_validator.validate(taak.webhook_url)
+    if not await _record(ctx, taak, validatie):
+        raise Deferral(f"webhook-{validatie.uitkomst}")
+    # Validated: the batch is read by the next claim, a moment from now.
+    await ctx.db.fetch_value(
+        "defer_taak", {"taak_id": taak.taak_id, "claim_epoch": taak.claim_epoch, "fout": None}
+    )
+    return "gevalideerd"
+
+
+async def _record(ctx: Context, taak: Terugkoppeltaak, validatie: Validatie) -> bool:
+    """Record a validation's outcome; whether the URL is now validated."""
     gevalideerd = await ctx.db.fetch_value(
         "record_webhookvalidatie",
         {
@@ -133,10 +180,4 @@ async def _validate(ctx: Context, taak: Terugkoppeltaak) -> str:
         uitkomst=validatie.uitkomst,
         fout=validatie.detail,
     )
-    if not gevalideerd:
-        raise Deferral(f"webhook-{validatie.uitkomst}")
-    # Validated: the batch is read by the next claim, a moment from now.
-    await ctx.db.fetch_value(
-        "defer_taak", {"taak_id": taak.taak_id, "claim_epoch": taak.claim_epoch, "fout": None}
-    )
-    return "gevalideerd"
+    return bool(gevalideerd)
