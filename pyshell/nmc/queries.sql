@@ -168,6 +168,12 @@ ORDER BY r.item
 -- defer_taak --
 SELECT nmc.defer_taak(%(taak_id)s::bigint, %(claim_epoch)s::integer, %(fout)s::text) AS uitkomst
 
+-- defer_limiet_taak --
+SELECT nmc.defer_limiet_taak(
+    %(taak_id)s::bigint, %(claim_epoch)s::integer, %(service)s::text, %(limiet)s::text,
+    %(fout)s::text
+) AS uitkomst
+
 -- fail_taak --
 SELECT nmc.fail_taak(%(taak_id)s::bigint, %(claim_epoch)s::integer, %(fout)s::text) AS uitkomst
 
@@ -363,6 +369,15 @@ SELECT nmc.force_transition(
     %(notificatie_id)s::uuid, %(naar)s::nmc.notificatie_status, %(reden)s::nmc.reden,
     %(toelichting)s::text, %(door)s::text
 ) AS versie
+
+-- admin_list_notify_services --
+SELECT * FROM nmc.list_notify_services()
+
+-- admin_set_notify_service --
+SELECT nmc.set_notify_service(
+    %(code)s::text, %(per_minuut)s::integer, %(navraag_aandeel)s::numeric, %(burst)s::integer,
+    %(dag_limiet)s::integer, %(burst_afleiden)s::boolean
+)
 
 -- admin_kek_status --
 -- Live keys per KEK, the re-wrap target of maintenance and when it was first reported active.
