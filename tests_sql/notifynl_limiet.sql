@@ -1,7 +1,7 @@
 -- NotifyNL's two 429s: a RateLimitError slows the service's pace, a TooManyRequestsError
 -- closes its UTC day for every worker; the task that met one waits as each demands.
 BEGIN;
-SELECT plan(21);
+SELECT plan(25);
 \ir fixtures/setup.sql
 
 INSERT INTO nmc.notify_service (code, budget_per_minuut, navraag_aandeel, burst)
@@ -166,6 +166,30 @@ SELECT throws_ok(
     ),
     'NM011', NULL,
     'a stale claim is refused'
+);
+
+-- The operator's settings.
+SELECT nmc.set_notify_service('nieuw', p_dag_limiet => 500000);
+SELECT nmc.set_notify_service('ander', p_per_minuut => 1200, p_burst_afleiden => true);
+SELECT results_eq(
+    $$SELECT code, per_minuut, navraag_aandeel, burst, burst_ingesteld, dag_limiet, eigen_rij
+      FROM nmc.list_notify_services() WHERE code IN ('nieuw', 'ander')$$,
+    $$VALUES ('ander', 1200, 0.0, 20, false, 250000, true),
+             ('nieuw', 3000, 0.1, 45, false, 500000, true)$$,
+    'a new service starts from NotifyNL''s defaults; NULL keeps a value; the burst can be derived again'
+);
+SELECT throws_ok(
+    $$SELECT nmc.set_notify_service('ander', p_burst => 2000)$$, '23514', NULL,
+    'a burst above upstream''s bucket is refused'
+);
+SELECT throws_ok(
+    $$SELECT nmc.set_notify_service('ander', p_burst => 5, p_burst_afleiden => true)$$,
+    '22023', NULL,
+    'a burst both given and derived is refused'
+);
+SELECT ok(
+    EXISTS (SELECT 1 FROM nmc.list_notify_services() WHERE code = 'standaard'),
+    'a service named by a berichttype is listed'
 );
 
 SELECT * FROM finish();

@@ -494,6 +494,9 @@ SELECT o.dv_id, o.naam, o.aantal, o.afgekapt, o.oudste, o.bevestigd_op,
     o.bevestigingstermijn::text AS bevestigingstermijn
 FROM nmc.console_onbevestigd() AS o
 
+-- console_budget_dag --
+SELECT * FROM nmc.console_budget_dag()
+
 -- console_budget --
 SELECT b.notify_service, b.venster_start, b.soort, b.gebruikt, b.plafond
 FROM nmc.console_budget(%(minuten)s::integer) AS b

@@ -13,6 +13,7 @@ import json
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 import psycopg
@@ -253,4 +254,6 @@ def _json_default(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, uuid.UUID):
         return str(value)
+    if isinstance(value, Decimal):  # a share (numeric): a JSON number
+        return float(value)
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
