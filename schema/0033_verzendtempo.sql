@@ -36,7 +36,8 @@ CREATE TABLE nmc.verzendtempo (
 COMMENT ON TABLE nmc.verzendtempo IS
 'The pace and the day of one NotifyNL service per kind (verzenden, navraag): one row, '
 'taken with one upsert under its row lock (nmc.take_budget), so the rows stay two per '
-'service however long the NMC runs. No refiller: the pace is a virtual schedule (GCRA).';
+'service however long the NMC runs (kept while the service is named). No refiller: the pace '
+'is a virtual schedule (GCRA).';
 COMMENT ON COLUMN nmc.verzendtempo.tat IS
 'The theoretical arrival time of the next token (GCRA): tokens are granted while it is '
 'at most the burst tolerance ahead of the clock; each grant moves it on by one interval.';

@@ -46,7 +46,7 @@ SELECT nmc.take_budget('eigen', 'navraag', 3);
 SELECT is(
     pg_temp.metriek('nmc_verzendbudget_plafond', '{"service": "standaard", "soort": "verzenden"}'),
     2700::DOUBLE PRECISION,
-    'the send ceiling of a service with the default budget: NotifyNL''s 3000 minus the navraag share'
+    'the send ceiling of a service with the default budget: 3000 less the navraag share'
 );
 SELECT is(
     pg_temp.metriek('nmc_verzendbudget_plafond', '{"service": "eigen", "soort": "navraag"}'),

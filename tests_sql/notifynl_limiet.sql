@@ -34,9 +34,11 @@ SELECT is(nmc.take_budget('standaard', 'verzenden', 5), 0, 'not at 23:59:59 UTC 
 SELECT nmc.advance_clock('1 second');
 SELECT is(nmc.take_budget('standaard', 'verzenden', 5), 5, 'at 00:00 UTC sends go again');
 SELECT is(
-    (SELECT dag_weigeringen FROM nmc.verzendtempo
-        WHERE notify_service = 'standaard' AND soort = 'verzenden'),
-    1::bigint,
+    (
+        SELECT dag_weigeringen FROM nmc.verzendtempo
+        WHERE notify_service = 'standaard' AND soort = 'verzenden'
+    ),
+    1::BIGINT,
     'the used-up day is counted for the service'
 );
 
@@ -63,7 +65,7 @@ SELECT nmc.advance_clock('1 day');
 -- burst of 10: one token every 0.1 s; slowed, one every 0.2 s and a burst of 5).
 SELECT nmc.advance_clock('1 minute');
 SELECT nmc.meld_notifynl_limiet('ander', 'tempo');
-CREATE TEMP TABLE greedy (fase text, aantal integer);
+CREATE TEMP TABLE greedy (fase TEXT, aantal INTEGER);
 DO $$
 BEGIN
     FOR i IN 1..20 LOOP
@@ -78,17 +80,19 @@ BEGIN
 END
 $$;
 SELECT is(
-    (SELECT sum(aantal)::integer FROM greedy WHERE fase = 'traag'), 100,
+    (SELECT sum(aantal)::INTEGER FROM greedy WHERE fase = 'traag'), 100,
     'slowed: half the pace, 5 a second'
 );
 SELECT is(
-    (SELECT sum(aantal)::integer FROM greedy WHERE fase = 'gewoon'), 200,
+    (SELECT sum(aantal)::INTEGER FROM greedy WHERE fase = 'gewoon'), 200,
     'a minute later the whole pace again, 10 a second'
 );
 SELECT is(
-    (SELECT tempo_weigeringen FROM nmc.verzendtempo
-        WHERE notify_service = 'ander' AND soort = 'verzenden'),
-    1::bigint,
+    (
+        SELECT tempo_weigeringen FROM nmc.verzendtempo
+        WHERE notify_service = 'ander' AND soort = 'verzenden'
+    ),
+    1::BIGINT,
     'the rate limit is counted for the service'
 );
 
@@ -135,9 +139,11 @@ SELECT is(
     'a send that met a rate limit is deferred'
 );
 SELECT results_eq(
-    format($$SELECT t.due > nmc.now(), t.due < nmc.now() + INTERVAL '1 hour', t.uitstellen
+    format(
+        $$SELECT t.due > nmc.now(), t.due < nmc.now() + INTERVAL '1 hour', t.uitstellen
              FROM nmc.taak AS t WHERE t.notificatie_id = %L AND t.soort = 'verzenden'$$,
-        :'tempo'),
+        :'tempo'
+    ),
     $$VALUES (true, true, 1)$$,
     'with the backoff of any deferral'
 );
@@ -148,7 +154,7 @@ SELECT * FROM nmc.claim_verzenden('w', 20) WHERE notificatie_id = :'los';
 SELECT is(
     nmc.defer_taak_tot(
         (SELECT taak_id FROM los), (SELECT claim_epoch FROM los), 'x',
-        nmc.now() + INTERVAL '5 minutes', false
+        nmc.now() + INTERVAL '5 minutes', FALSE
     ),
     'uitgesteld',
     'a deferral to a given time'
@@ -170,13 +176,13 @@ SELECT throws_ok(
 
 -- The operator's settings.
 SELECT nmc.set_notify_service('nieuw', p_dag_limiet => 500000);
-SELECT nmc.set_notify_service('ander', p_per_minuut => 1200, p_burst_afleiden => true);
+SELECT nmc.set_notify_service('ander', p_per_minuut => 1200, p_burst_afleiden => TRUE);
 SELECT results_eq(
     $$SELECT code, per_minuut, navraag_aandeel, burst, burst_ingesteld, dag_limiet, eigen_rij
       FROM nmc.list_notify_services() WHERE code IN ('nieuw', 'ander')$$,
     $$VALUES ('ander', 1200, 0.0, 20, false, 250000, true),
              ('nieuw', 3000, 0.1, 45, false, 500000, true)$$,
-    'a new service starts from NotifyNL''s defaults; NULL keeps a value; the burst can be derived again'
+    'a new service has NotifyNL''s defaults; NULL keeps a value; the burst is derived again'
 );
 SELECT throws_ok(
     $$SELECT nmc.set_notify_service('ander', p_burst => 2000)$$, '23514', NULL,

@@ -28,7 +28,7 @@ SELECT throws_ok(
 );
 
 -- Five minutes of greedy takes every 0.5 s: what any 60-second span holds.
-CREATE TEMP TABLE toekenning (op timestamptz, soort text, aantal integer);
+CREATE TEMP TABLE toekenning (op TIMESTAMPTZ, soort TEXT, aantal INTEGER);
 DO $$
 BEGIN
     FOR i IN 1..600 LOOP
@@ -41,14 +41,17 @@ END
 $$;
 SELECT cmp_ok(
     (SELECT max(s.n) FROM (
-        SELECT sum(b.aantal) OVER (ORDER BY b.op RANGE BETWEEN INTERVAL '59.999 seconds'
-            PRECEDING AND CURRENT ROW) AS n
+        SELECT
+            sum(b.aantal) OVER (
+                ORDER BY b.op RANGE BETWEEN INTERVAL '59.999 seconds'
+                PRECEDING AND CURRENT ROW
+            ) AS n
         FROM toekenning AS b WHERE b.soort = 'verzenden'
-    ) AS s)::integer, '<=', 80,
+    ) AS s)::INTEGER, '<=', 80,
     'no 60-second span holds more sends than the rate less the reconciliation share (80)'
 );
 SELECT cmp_ok(
-    (SELECT sum(b.aantal) FROM toekenning AS b WHERE b.soort = 'verzenden')::integer, '>=',
+    (SELECT sum(b.aantal) FROM toekenning AS b WHERE b.soort = 'verzenden')::INTEGER, '>=',
     78 * 5 - 1,
     'and the pace uses the even rate (78 a minute) in full over five minutes'
 );
@@ -58,20 +61,25 @@ SELECT cmp_ok(
 );
 SELECT cmp_ok(
     (SELECT max(s.n) FROM (
-        SELECT sum(b.aantal) OVER (ORDER BY b.op RANGE BETWEEN INTERVAL '59.999 seconds'
-            PRECEDING AND CURRENT ROW) AS n
+        SELECT
+            sum(b.aantal) OVER (
+                ORDER BY b.op RANGE BETWEEN INTERVAL '59.999 seconds'
+                PRECEDING AND CURRENT ROW
+            ) AS n
         FROM toekenning AS b WHERE b.soort = 'navraag'
-    ) AS s)::integer, '<=', 20,
+    ) AS s)::INTEGER, '<=', 20,
     'reconciliation keeps to its own share (20 a minute) in any 60 seconds'
 );
 SELECT is(
-    (SELECT count(*)::integer FROM nmc.verzendtempo WHERE notify_service = 'klein'), 2,
+    (SELECT count(*)::INTEGER FROM nmc.verzendtempo WHERE notify_service = 'klein'), 2,
     'the pace keeps one row per service and kind, however many takes'
 );
 SELECT is(
-    (SELECT sum(gebruikt)::integer FROM nmc.verzendbudget
-        WHERE notify_service = 'klein' AND soort = 'verzenden'),
-    (SELECT sum(aantal)::integer FROM toekenning WHERE soort = 'verzenden') + 3,
+    (
+        SELECT sum(gebruikt)::INTEGER FROM nmc.verzendbudget
+        WHERE notify_service = 'klein' AND soort = 'verzenden'
+    ),
+    (SELECT sum(aantal)::INTEGER FROM toekenning WHERE soort = 'verzenden') + 3,
     'the per-minute record holds every grant'
 );
 
@@ -99,7 +107,11 @@ SELECT is(
     'at 00:00 UTC the day starts anew'
 );
 SELECT is(
-    (SELECT dag_gebruikt FROM nmc.verzendtempo WHERE notify_service = 'dag' AND soort = 'verzenden'),
+    (
+        SELECT dag_gebruikt
+        FROM nmc.verzendtempo
+        WHERE notify_service = 'dag' AND soort = 'verzenden'
+    ),
     20,
     'counted from zero for the new day'
 );
@@ -133,13 +145,13 @@ SELECT results_eq(
 );
 SELECT is(
     nmc.verzendtempo_toekenning(
-        nmc.now() + INTERVAL '0.35 seconds', nmc.now(), 610, 10, false, 100, 100
+        nmc.now() + INTERVAL '0.35 seconds', nmc.now(), 610, 10, FALSE, 100, 100
     ),
     6,
     'a schedule 0.35 s ahead leaves 10 - 3.5 whole tokens of the burst'
 );
 SELECT is(
-    nmc.verzendtempo_toekenning(nmc.now(), nmc.now(), 610, 10, false, 100, 4),
+    nmc.verzendtempo_toekenning(nmc.now(), nmc.now(), 610, 10, FALSE, 100, 4),
     4,
     'a grant never exceeds what is left of the day'
 );

@@ -115,7 +115,7 @@ CREATE OR REPLACE FUNCTION nmc.set_notify_service(
     p_navraag_aandeel numeric DEFAULT NULL,
     p_burst integer DEFAULT NULL,
     p_dag_limiet integer DEFAULT NULL,
-    p_burst_afleiden boolean DEFAULT false
+    p_burst_afleiden boolean DEFAULT FALSE
 )
 RETURNS void
 LANGUAGE plpgsql
