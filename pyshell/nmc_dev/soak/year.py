@@ -41,7 +41,6 @@ from psycopg import sql
 
 from nmc.admin import onboarding as admin
 from nmc.admin import operations as admin_ops
-from nmc.admin import operations as admin_ops
 from nmc.config import Settings
 from nmc.errors import NmcError
 from nmc.kek_ring import new_kek_ring
