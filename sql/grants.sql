@@ -71,6 +71,7 @@ GRANT EXECUTE ON FUNCTION nmc.extend_leases(bigint[], integer[]) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.finish_taak(bigint, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.finish_taken(bigint[], integer[]) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.defer_taak(bigint, integer, text) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.defer_limiet_taak(bigint, integer, text, text, text) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.fail_taak(bigint, integer, text) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.finish_verzenden(bigint, integer, text, uuid, uuid) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.finish_verzenden_batch(
@@ -139,6 +140,7 @@ GRANT EXECUTE ON FUNCTION nmc.console_notificatie_taken(uuid) TO nmc_console;
 GRANT EXECUTE ON FUNCTION nmc.console_webhooks() TO nmc_console;
 GRANT EXECUTE ON FUNCTION nmc.console_onbevestigd() TO nmc_console;
 GRANT EXECUTE ON FUNCTION nmc.console_budget(integer) TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.console_budget_dag() TO nmc_console;
 GRANT EXECUTE ON FUNCTION nmc.console_onderhoud() TO nmc_console;
 GRANT EXECUTE ON FUNCTION nmc.console_event_partities() TO nmc_console;
 GRANT EXECUTE ON FUNCTION nmc.console_onderhoud_taken() TO nmc_console;

@@ -3,6 +3,8 @@
 BEGIN;
 SELECT plan(55);
 \ir fixtures/setup.sql
+-- Many sends at one instant of the test clock: a pace far above what these tests take.
+INSERT INTO nmc.notify_service (code, budget_per_minuut, burst) VALUES ('standaard', 1000000, 1000);
 
 -- Builds one notification in the wanted state and returns the attempt under test.
 CREATE FUNCTION pg_temp.scenario(

@@ -134,7 +134,9 @@ SELECT is_empty(
 );
 
 -- The budget bounds the batch, fairly: DV 1002 (small) and DV 1001 (large) both get sends.
-INSERT INTO nmc.notify_service (code, budget_per_minuut, navraag_aandeel) VALUES ('krap', 10, 0.2);
+-- krap: 80 sends a minute, at most 8 at once.
+INSERT INTO nmc.notify_service (code, budget_per_minuut, navraag_aandeel, burst)
+VALUES ('krap', 100, 0.2, 8);
 UPDATE nmc.berichttype SET notify_service = 'krap';
 SELECT nmc.close_taak(id) FROM nmc.taak WHERE soort = 'verzenden' AND staat <> 'done';
 UPDATE nmc.dienstverlener SET quotum_per_minuut = 1000, quotum_per_dag = 1000;
@@ -148,7 +150,7 @@ SELECT is(
 );
 SELECT is(
     (SELECT count(*)::integer FROM nmc.claim_verzenden('w', 20)), 0,
-    'with the window used up nothing more is claimed'
+    'with the burst used up nothing more is claimed at once'
 );
 SELECT is(
     (SELECT count(*)::integer FROM nmc.notificatie WHERE status = 'aangenomen'),
@@ -163,12 +165,12 @@ SELECT is(
 SELECT nmc.advance_clock('1 minute');
 SELECT is(
     (SELECT count(*)::integer FROM nmc.claim_verzenden('w', 20)), 8,
-    'the next window grants the next 8'
+    'a minute later the next 8 (a whole burst again)'
 );
 SELECT is(
     (SELECT max(gebruikt) FROM nmc.verzendbudget WHERE notify_service = 'krap'),
     8,
-    'no window ever held more than its budget'
+    'no minute ever held more than the burst'
 );
 
 -- A cancelled notification's task was closed by the cancel, so the claim never sees it.

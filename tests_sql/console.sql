@@ -107,7 +107,7 @@ SELECT results_eq(
 );
 SELECT results_eq(
     $$SELECT notify_service, soort, gebruikt, plafond FROM nmc.console_budget(120)$$,
-    $$VALUES ('standaard', 'verzenden', 7, 1260)$$,
+    $$VALUES ('standaard', 'verzenden', 7, 2700)$$,
     'budget per window with the ceiling of its kind'
 );
 SELECT is_empty(

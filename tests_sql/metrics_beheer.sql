@@ -45,8 +45,8 @@ SELECT nmc.take_budget('standaard', 'verzenden', 5);
 SELECT nmc.take_budget('eigen', 'navraag', 3);
 SELECT is(
     pg_temp.metriek('nmc_verzendbudget_plafond', '{"service": "standaard", "soort": "verzenden"}'),
-    1260::DOUBLE PRECISION,
-    'the send ceiling of a service with the default budget: 1400 minus the navraag share'
+    2700::DOUBLE PRECISION,
+    'the send ceiling of a service with the default budget: 3000 less the navraag share'
 );
 SELECT is(
     pg_temp.metriek('nmc_verzendbudget_plafond', '{"service": "eigen", "soort": "navraag"}'),

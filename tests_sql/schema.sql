@@ -10,7 +10,7 @@ SELECT tables_are(
         'bevestiging', 'webhookpositie', 'cluster_epoch', 'klok', 'notify_service',
         'instellingen', 'teller', 'feedaanroep',
         'beheeractie', 'receiptgeschiedenis', 'vaststelling', 'beheerrapport',
-        'webhookvalidatie', 'onderhoudswerk', 'kek', 'console_sessie'
+        'webhookvalidatie', 'onderhoudswerk', 'kek', 'console_sessie', 'verzendtempo'
     ],
     'nmc holds the tables of SPEC §3 (plus quota, partitions, clock, services, settings)'
 );

@@ -283,26 +283,33 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
-    -- The ceiling per kind as nmc.take_budget computes it (defaults 1400 and 0.1).
-    SELECT b.notify_service, b.venster_start, b.soort, b.gebruikt,
-        CASE b.soort
-            WHEN 'navraag' THEN
-                pg_catalog.floor(
-                    coalesce(s.budget_per_minuut, 1400) * coalesce(s.navraag_aandeel, 0.1)
-                )::integer
-            ELSE coalesce(s.budget_per_minuut, 1400) - pg_catalog.floor(
-                coalesce(s.budget_per_minuut, 1400) * coalesce(s.navraag_aandeel, 0.1)
-            )::integer
-        END
+    -- The ceiling per kind: the rate per 60 s nmc.take_budget paces that kind to.
+    SELECT b.notify_service, b.venster_start, b.soort, b.gebruikt, k.per_minuut
     FROM nmc.verzendbudget AS b
-    LEFT JOIN nmc.notify_service AS s ON s.code = b.notify_service
+    CROSS JOIN LATERAL nmc.verzendtempo_instelling(b.notify_service) AS i
+    CROSS JOIN LATERAL nmc.verzendtempo_kind(
+        i.per_minuut, i.navraag_aandeel, i.burst, b.soort
+    ) AS k
     WHERE b.venster_start > pg_catalog.date_trunc('minute', (SELECT nmc.now()))
         - INTERVAL '1 minute' * least(greatest(p_minuten, 1), 1440)
     ORDER BY b.notify_service, b.venster_start DESC, b.soort DESC
 $$;
 COMMENT ON FUNCTION nmc.console_budget(integer) IS
 'Send-budget use per NotifyNL service, one-minute window (the last p_minuten, 1..1440) '
-'and kind (verzenden, navraag), with the ceiling nmc.take_budget applies to that kind.';
+'and kind (verzenden, navraag), with the rate per 60 s nmc.take_budget paces that kind to.';
+
+CREATE OR REPLACE FUNCTION nmc.console_budget_dag()
+RETURNS SETOF nmc.verzenddag_stand
+LANGUAGE sql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+    SELECT * FROM nmc.verzenddag()
+$$;
+COMMENT ON FUNCTION nmc.console_budget_dag() IS
+'The day and pace of every NotifyNL service for the console''s budget view (nmc.verzenddag).';
 
 CREATE OR REPLACE FUNCTION nmc.console_onderhoud()
 RETURNS TABLE (

@@ -83,18 +83,12 @@ AS $$
     FROM nmc.dienstverlener AS d
     WHERE d.actief AND nmc.beheerkanaal_soort(d.beheerkanaal) IS NOT NULL
     UNION ALL
-    -- What a window allows, next to nmc_verzendbudget_gebruikt (nmc.take_budget's rule), for
-    -- every service configured, named by an active berichttype or used in this window.
+    -- What a minute allows, next to nmc_verzendbudget_gebruikt (the rate per 60 s that
+    -- nmc.take_budget paces the kind to), for every service configured, named by an active
+    -- berichttype or used in this window.
     SELECT 'nmc_verzendbudget_plafond',
         pg_catalog.jsonb_build_object('service', s.code, 'soort', k.soort),
-        CASE k.soort
-            WHEN 'navraag' THEN pg_catalog.floor(
-                coalesce(c.budget_per_minuut, 1400) * coalesce(c.navraag_aandeel, 0.1)
-            )
-            ELSE coalesce(c.budget_per_minuut, 1400) - pg_catalog.floor(
-                coalesce(c.budget_per_minuut, 1400) * coalesce(c.navraag_aandeel, 0.1)
-            )
-        END::double precision
+        r.per_minuut::double precision
     FROM (
         SELECT n.code FROM nmc.notify_service AS n
         UNION
@@ -103,8 +97,27 @@ AS $$
         SELECT b.notify_service FROM nmc.verzendbudget AS b
         WHERE b.venster_start = pg_catalog.date_trunc('minute', (SELECT nmc.now()))
     ) AS s (code)
-    LEFT JOIN nmc.notify_service AS c ON c.code = s.code
+    CROSS JOIN LATERAL nmc.verzendtempo_instelling(s.code) AS c
     CROSS JOIN (VALUES ('verzenden'), ('navraag')) AS k (soort)
+    CROSS JOIN LATERAL nmc.verzendtempo_kind(
+        c.per_minuut, c.navraag_aandeel, c.burst, k.soort
+    ) AS r
+    UNION ALL
+    -- The service's UTC day: sends granted today, its limit, whether NotifyNL said it is
+    -- used up, and the 429s NotifyNL answered per kind (counters).
+    SELECT o.naam, pg_catalog.jsonb_build_object('service', d.notify_service) || o.extra,
+        o.waarde
+    FROM nmc.verzenddag() AS d
+    CROSS JOIN LATERAL (
+        VALUES
+        ('nmc_verzenddag_gebruikt', '{}'::jsonb, d.gebruikt::double precision),
+        ('nmc_verzenddag_limiet', '{}'::jsonb, d.dag_limiet::double precision),
+        ('nmc_verzenddag_op', '{}'::jsonb, CASE WHEN d.dag_op THEN 1 ELSE 0 END::double precision),
+        ('nmc_notifynl_limiet_totaal', '{"limiet": "tempo"}'::jsonb,
+            d.tempo_weigeringen::double precision),
+        ('nmc_notifynl_limiet_totaal', '{"limiet": "dag"}'::jsonb,
+            d.dag_weigeringen::double precision)
+    ) AS o (naam, extra, waarde)
     UNION ALL
     -- The webhook's state per DV: consecutive failures, paused (or switched off by a 410,
     -- or for a gap), paused for a gap (events after its position were in a dropped

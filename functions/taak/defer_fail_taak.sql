@@ -1,16 +1,15 @@
 -- Deferral (an outage of a called service) versus failure (inside the NMC), SPEC §5.
 
-CREATE OR REPLACE FUNCTION nmc.defer_taak(
-    p_taak_id bigint, p_claim_epoch integer, p_fout text DEFAULT NULL
+CREATE OR REPLACE FUNCTION nmc.defer_taak_tot(
+    p_taak_id bigint, p_claim_epoch integer, p_fout text, p_due timestamptz, p_tellen boolean
 )
 RETURNS text
 LANGUAGE plpgsql
-SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_taak nmc.taak := nmc.lock_claimed_taak(p_taak_id, p_claim_epoch);
-    v_due timestamptz := nmc.now() + nmc.uitstel(v_taak.uitstellen);
+    v_due timestamptz := coalesce(p_due, nmc.now() + nmc.uitstel(v_taak.uitstellen));
     v_status nmc.notificatie_status;
     v_geldig_tot timestamptz;
     v_zonder_uitkomst boolean;
@@ -46,11 +45,28 @@ BEGIN
     END IF;
 
     UPDATE nmc.taak AS t
-    SET staat = 'open', due = v_due, uitstellen = t.uitstellen + 1, laatste_fout = p_fout,
+    SET staat = 'open', due = v_due,
+        uitstellen = t.uitstellen + CASE WHEN p_tellen THEN 1 ELSE 0 END, laatste_fout = p_fout,
         lease_eigenaar = NULL, lease_tot = NULL
     WHERE t.id = p_taak_id;
     RETURN 'uitgesteld';
 END
+$$;
+COMMENT ON FUNCTION nmc.defer_taak_tot(bigint, integer, text, timestamptz, boolean) IS
+'Puts a claimed task back to wait until p_due (NULL: the growing backoff), raising its '
+'deferral count when p_tellen; a send whose wait would pass geldig_tot ends verlopen '
+'unless its latest attempt already has an outcome. Internal to nmc.defer_taak and '
+'nmc.defer_limiet_taak. NM011 when stale.';
+
+CREATE OR REPLACE FUNCTION nmc.defer_taak(
+    p_taak_id bigint, p_claim_epoch integer, p_fout text DEFAULT NULL
+)
+RETURNS text
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT nmc.defer_taak_tot(p_taak_id, p_claim_epoch, p_fout, NULL, true)
 $$;
 COMMENT ON FUNCTION nmc.defer_taak(bigint, integer, text) IS
 'After an outage of a called service (401/403/429/5xx, connection error, timeout): the '

@@ -297,6 +297,32 @@ def admin_tasks_reopen(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+NOTIFY_SERVICE_COLUMNS = (
+    "code", "per_minuut", "navraag_aandeel", "burst", "burst_ingesteld", "dag_limiet", "eigen_rij"
+)
+
+
+def admin_notify_service_list(args: argparse.Namespace, settings: Settings) -> int:
+    rows = admin_ops.list_notify_services(settings)
+    table = admin_ops.format_table(rows, NOTIFY_SERVICE_COLUMNS)
+    print(admin_ops.to_json(rows) if args.json else table)
+    return 0
+
+
+def admin_notify_service_set(args: argparse.Namespace, settings: Settings) -> int:
+    row = admin_ops.set_notify_service(
+        settings, args.code, per_minuut=args.per_minuut, navraag_aandeel=args.navraag_aandeel,
+        burst=None if args.burst == "afgeleid" else args.burst, dag_limiet=args.dag_limiet,
+        burst_afleiden=args.burst == "afgeleid",
+    )  # fmt: skip
+    print(admin_ops.format_table([row], NOTIFY_SERVICE_COLUMNS))
+    return 0
+
+
+def _burst(value: str) -> int | str:
+    return value if value == "afgeleid" else int(value)
+
+
 def admin_notificatie_force(args: argparse.Namespace, settings: Settings) -> int:
     versie = admin_ops.force_notificatie(
         settings, args.id, args.status, args.reden, args.toelichting, args.door
@@ -396,7 +422,24 @@ def _add_operations_commands(admin: argparse._SubParsersAction) -> None:
     rotate.add_argument("--to", required=True, help="the KEK id (in NMC_KEK_FILE)")
     rotate.add_argument("--batch", type=int, default=admin_ops.REWRAP_BATCH, help="keys per batch")
 
-    for listing in (onbevestigd, geen, task_list, kek_status_command):
+    notify = _group(admin, "notify-service", "the limits of a NotifyNL service (the send budget)")
+    notify_list = _command(notify, "list", admin_notify_service_list, "services and their limits")
+    notify_set = _command(notify, "set", admin_notify_service_set, "set a service's limits")
+    notify_set.add_argument("code", help="the service's code (a berichttype's notifyService)")
+    notify_set.add_argument(
+        "--per-minuut", type=int, help="NotifyNL's rate limit of the service, per 60 s (3000)"
+    )
+    notify_set.add_argument(
+        "--navraag-aandeel", type=float, help="the share of it kept for reconciliation (0.1)"
+    )
+    notify_set.add_argument(
+        "--burst", type=_burst, help="sends at most at once, or 'afgeleid' (one second's worth)"
+    )
+    notify_set.add_argument(
+        "--dag-limiet", type=int, help="NotifyNL's daily limit of the service, per UTC day (250000)"
+    )
+
+    for listing in (onbevestigd, geen, task_list, kek_status_command, notify_list):
         listing.add_argument("--json", action="store_true", help="print JSON")
 
 

@@ -168,6 +168,12 @@ ORDER BY r.item
 -- defer_taak --
 SELECT nmc.defer_taak(%(taak_id)s::bigint, %(claim_epoch)s::integer, %(fout)s::text) AS uitkomst
 
+-- defer_limiet_taak --
+SELECT nmc.defer_limiet_taak(
+    %(taak_id)s::bigint, %(claim_epoch)s::integer, %(service)s::text, %(limiet)s::text,
+    %(fout)s::text
+) AS uitkomst
+
 -- fail_taak --
 SELECT nmc.fail_taak(%(taak_id)s::bigint, %(claim_epoch)s::integer, %(fout)s::text) AS uitkomst
 
@@ -389,6 +395,15 @@ SELECT nmc.force_transition(
     %(toelichting)s::text, %(door)s::text
 ) AS versie
 
+-- admin_list_notify_services --
+SELECT * FROM nmc.list_notify_services()
+
+-- admin_set_notify_service --
+SELECT nmc.set_notify_service(
+    %(code)s::text, %(per_minuut)s::integer, %(navraag_aandeel)s::numeric, %(burst)s::integer,
+    %(dag_limiet)s::integer, %(burst_afleiden)s::boolean
+)
+
 -- admin_kek_status --
 -- Live keys per KEK, the re-wrap target of maintenance and when it was first reported active.
 SELECT k.kek_id, k.sleutels, k.doel, k.actief_gemeld_op FROM nmc.kek_status_v2() AS k
@@ -506,6 +521,9 @@ FROM nmc.console_webhooks() AS w
 SELECT o.dv_id, o.naam, o.aantal, o.afgekapt, o.oudste, o.bevestigd_op,
     o.bevestigingstermijn::text AS bevestigingstermijn
 FROM nmc.console_onbevestigd() AS o
+
+-- console_budget_dag --
+SELECT * FROM nmc.console_budget_dag()
 
 -- console_budget --
 SELECT b.notify_service, b.venster_start, b.soort, b.gebruikt, b.plafond

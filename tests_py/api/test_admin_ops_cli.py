@@ -1,4 +1,5 @@
-"""`nmc admin epoch|report|tasks|notificatie|kek`: the operator's commands, tables and --json."""
+"""`nmc admin epoch|report|tasks|notificatie|kek|notify-service`: the operator's commands,
+tables and --json."""
 
 import base64
 import json
@@ -187,3 +188,22 @@ def test_keys_init_writes_a_signing_ring_and_a_cursor_pepper(nmc, tmp_path):
         "cursor",
     }
     assert "NMC_WEBHOOK_SIGNING_KEYS_FILE=" in (secrets_dir / "dev.env").read_text()
+
+
+def test_notify_service_set_and_list(nmc, admin_env, conn):
+    result = nmc("admin", "notify-service", "set", "besluiten", "--per-minuut", "1200",
+                 "--dag-limiet", "400000", "--burst", "100")  # fmt: skip
+    assert result.exit_code == 0, result.err
+    assert "besluiten" in result.out and "400000" in result.out
+    assert conn.execute(
+        "SELECT budget_per_minuut, burst, dag_limiet FROM nmc.notify_service"
+        " WHERE code = 'besluiten'"
+    ).fetchone() == (1200, 100, 400000)
+    assert nmc("admin", "notify-service", "set", "besluiten", "--burst", "afgeleid").exit_code == 0
+    listed = json.loads(nmc("admin", "notify-service", "list", "--json").out)
+    besluiten = next(row for row in listed if row["code"] == "besluiten")
+    assert (besluiten["burst"], besluiten["burst_ingesteld"]) == (18, False)
+    assert besluiten["dag_limiet"] == 400000
+    refused = nmc("admin", "notify-service", "set", "besluiten", "--burst", "5000")
+    assert refused.exit_code != 0
+    assert "notify service besluiten: refused" in refused.err

@@ -228,7 +228,8 @@ def test_the_views_show_what_the_database_holds(client, data: Populated):
     assert "ongeldig-melden" in achterstand and "wissen" in achterstand
     assert "Onbevestigd" in client.get("/onbevestigd").text
     budget = client.get("/budget").text
-    assert "service standaard" in budget and "1260" in budget and 'value="97"' in budget
+    assert "service standaard" in budget and "2700" in budget and 'value="97"' in budget
+    assert "De dag per service (UTC)" in budget and "250000" in budget
     onderhoud = client.get("/onderhoud").text
     assert "event_x000000000000" in onderhoud and "leeg" in onderhoud
 

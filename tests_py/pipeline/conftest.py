@@ -70,6 +70,7 @@ def sim(sims: Sims, db_url: str) -> Sims:
         delivery_delay_s=0.0,
         retention_s=7 * 86400.0,
         hang_s=5.0,
+        day_limit=None,
     )
     return sims
 

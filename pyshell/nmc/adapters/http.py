@@ -6,6 +6,7 @@ contract does not foresee (a 404 on a send, a 201 without an id) is a failure in
 NMC's integration: counted like any internal failure (`UnexpectedResponse`).
 """
 
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -21,6 +22,17 @@ class Deferral(Exception):
         self.fout = fout
 
 
+class LimitReached(Deferral):
+    """NotifyNL refused the call with a 429: its rate limit (`tempo`, a RateLimitError) or the
+    service's daily limit (`dag`, a TooManyRequestsError). Deferred like any 429, and the
+    budget of the Notify service it names learns of it (nmc.defer_limiet_taak)."""
+
+    def __init__(self, fout: str, limiet: str, service: str | None) -> None:
+        super().__init__(fout)
+        self.limiet = limiet
+        self.service = service
+
+
 class UnexpectedResponse(Exception):
     """An answer outside the contract: a failure inside the NMC (the attempt counter rises)."""
 
@@ -34,12 +46,19 @@ def is_outage(status_code: int) -> bool:
 
 
 async def request(
-    client: httpx.AsyncClient, service: str, method: str, url: str, **kwargs: Any
+    client: httpx.AsyncClient,
+    service: str,
+    method: str,
+    url: str,
+    *,
+    on_429: Callable[[httpx.Response], Deferral] | None = None,
+    **kwargs: Any,
 ) -> httpx.Response:
     """Send one request; transport failures and outage codes become a `Deferral`.
 
     `service` prefixes the error class (`notifynl-http-503`, `ldv-timeout`), so a task's
-    last error says which call failed without naming anything personal.
+    last error says which call failed without naming anything personal. `on_429` makes the
+    deferral of a 429 from its answer (NotifyNL tells its two limits apart).
     """
     try:
         response = await client.request(method, url, **kwargs)
@@ -47,6 +66,8 @@ async def request(
         raise Deferral(f"{service}-timeout") from None
     except httpx.TransportError:
         raise Deferral(f"{service}-verbinding") from None
+    if response.status_code == 429 and on_429 is not None:
+        raise on_429(response)
     if is_outage(response.status_code):
         raise Deferral(f"{service}-http-{response.status_code}")
     return response

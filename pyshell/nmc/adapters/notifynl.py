@@ -34,7 +34,14 @@ import httpx
 import jwt
 
 from nmc import settings_env
-from nmc.adapters.http import Deferral, UnexpectedResponse, error_types, json_body, request
+from nmc.adapters.http import (
+    Deferral,
+    LimitReached,
+    UnexpectedResponse,
+    error_types,
+    json_body,
+    request,
+)
 from nmc.errors import NmcError
 
 SERVICE = "notifynl"
@@ -293,7 +300,13 @@ class NotifyNL:
         bearer = self._bearer(self._keys.for_service(service))
         all_headers = {"Authorization": f"Bearer {bearer}", **(headers or {})}
         return await request(
-            self._client, SERVICE, method, self._base + path, headers=all_headers, **kwargs
+            self._client,
+            SERVICE,
+            method,
+            self._base + path,
+            headers=all_headers,
+            on_429=lambda response: limit_reached(response, service),
+            **kwargs,
         )
 
     def _bearer(self, key: ApiKey) -> str:
@@ -305,6 +318,18 @@ class NotifyNL:
         if made is None or made[0] != issued_at:
             made = self._tokens[key.service_id] = (issued_at, bearer_token(key, issued_at))
         return made[1]
+
+
+def limit_reached(response: httpx.Response, service: str | None) -> LimitReached:
+    """NotifyNL's two 429s by their error type: TooManyRequestsError is the service's day
+    used up; a RateLimitError, or a 429 that names neither, is the pace."""
+    try:
+        types = error_types(response.json())
+    except ValueError:
+        types = []
+    if "TooManyRequestsError" in types:
+        return LimitReached(f"{SERVICE}-dag-limiet", "dag", service)
+    return LimitReached(f"{SERVICE}-tempo-limiet", "tempo", service)
 
 
 def _bericht(data: Any) -> Bericht:

@@ -1,5 +1,5 @@
 """The operator's commands for the feed and operations:
-`nmc admin epoch|report|tasks|notificatie|kek`.
+`nmc admin epoch|report|tasks|notificatie|kek|notify-service`.
 
 They run as the admin connection and call the SQL functions made for them (raise_epoch,
 report_onbevestigd, metrics, list_taken, reopen_taak, force_transition, kek_status,
@@ -13,7 +13,10 @@ import json
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
+
+import psycopg
 
 from nmc.config import Settings
 from nmc.database import connect, connection_url
@@ -105,6 +108,34 @@ def force_notificatie(
 
 # --------------------------------------------------------------------------------------------
 # KEK
+
+
+def list_notify_services(settings: Settings) -> list[dict]:
+    return _rows(settings, "admin_list_notify_services")
+
+
+def set_notify_service(
+    settings: Settings,
+    code: str,
+    *,
+    per_minuut: int | None = None,
+    navraag_aandeel: float | None = None,
+    burst: int | None = None,
+    dag_limiet: int | None = None,
+    burst_afleiden: bool = False,
+) -> dict:
+    """Sets a service's limits (NULL keeps a value) and returns them as the budget applies
+    them; a value the database refuses is an NmcError naming the setting."""
+    params = {
+        "code": code, "per_minuut": per_minuut, "navraag_aandeel": navraag_aandeel,
+        "burst": burst, "dag_limiet": dag_limiet, "burst_afleiden": burst_afleiden,
+    }  # fmt: skip
+    try:
+        _rows(settings, "admin_set_notify_service", params)
+    except (psycopg.errors.CheckViolation, psycopg.errors.InvalidParameterValue) as refused:
+        raise NmcError(f"notify service {code}: refused ({refused.diag.message_primary})") from None
+    [row] = [r for r in list_notify_services(settings) if r["code"] == code]
+    return row
 
 
 def kek_status(settings: Settings, ring: KekRing | None) -> list[dict]:
@@ -223,4 +254,6 @@ def _json_default(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, uuid.UUID):
         return str(value)
+    if isinstance(value, Decimal):  # a share (numeric): a JSON number
+        return float(value)
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")

@@ -464,13 +464,14 @@ async def budget(request: Request, operator: Operator) -> Response:
     minuten = choice(request, "minuten", MINUTEN, 30)
     nu = await nmc_now(request)
     found = await rows(request, "console_budget", {"minuten": minuten})
+    dagen = await rows(request, "console_budget_dag")
     services: dict[str, list[dict]] = {}
     for row in found:
         row["procent"] = round(100 * row["gebruikt"] / row["plafond"]) if row["plafond"] else 0
         services.setdefault(row["notify_service"], []).append(row)
     return render(
         request, operator, "budget.html", nu=nu, services=services, minuten=minuten,
-        keuzes=MINUTEN,
+        keuzes=MINUTEN, dagen=dagen,
     )  # fmt: skip
 
 

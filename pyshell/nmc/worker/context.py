@@ -14,7 +14,7 @@ import psycopg
 
 from nmc import kek_ring, sealing
 from nmc.adapters.beheerkanaal import BeheerkanaalClient
-from nmc.adapters.http import Deferral, UnexpectedResponse
+from nmc.adapters.http import Deferral, LimitReached, UnexpectedResponse
 from nmc.adapters.ldv import Ldv
 from nmc.adapters.notifynl import NotifyNL
 from nmc.adapters.profielservice import Profielservice
@@ -123,7 +123,16 @@ async def settle(
         event(logging.INFO, "taak-overgenomen", soort=soort, taak_id=taak_id, epoch=claim_epoch)
         return "overgenomen"
     except Deferral as deferral:
-        uitkomst = await _report(ctx, "defer_taak", soort, taak_id, claim_epoch, deferral.fout)
+        if isinstance(deferral, LimitReached) and deferral.service is not None:
+            # NotifyNL's pace or day: the service's budget learns of it with the deferral.
+            uitkomst = await _report(
+                ctx, "defer_limiet_taak", soort, taak_id, claim_epoch, deferral.fout,
+                service=deferral.service, limiet=deferral.limiet,
+            )  # fmt: skip
+        else:
+            uitkomst = await _report(
+                ctx, "defer_taak", soort, taak_id, claim_epoch, deferral.fout
+            )
         event(
             logging.WARNING,
             "taak-uitgesteld",
@@ -162,11 +171,11 @@ async def settle(
 
 
 async def _report(
-    ctx: Context, query: str, soort: str, taak_id: int, claim_epoch: int, fout: str
+    ctx: Context, query: str, soort: str, taak_id: int, claim_epoch: int, fout: str, **extra: str
 ) -> str:
     try:
         return await ctx.db.fetch_value(
-            query, {"taak_id": taak_id, "claim_epoch": claim_epoch, "fout": fout}
+            query, {"taak_id": taak_id, "claim_epoch": claim_epoch, "fout": fout, **extra}
         )
     except StaleClaim:
         event(logging.INFO, "taak-overgenomen", soort=soort, taak_id=taak_id, epoch=claim_epoch)

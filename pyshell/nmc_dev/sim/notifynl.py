@@ -36,7 +36,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 import httpx
@@ -123,6 +123,9 @@ class SimConfig:
     hang_s: float = 30.0
     reorder_window_s: float = 0.2
     base_url: str = "https://api.notifynl.nl"
+    # NotifyNL's daily e-mail limit of every service (None: none), per UTC day of the
+    # simulator's clock; the send past it is a 429 TooManyRequestsError.
+    day_limit: int | None = None
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -165,6 +168,8 @@ class NotifySim:
         # sort every notification ever sent, or a long soak slows the simulator to a crawl.
         self.ids_by_reference: dict[str, list[str]] = {}
         self.sends_per_address: Counter[str] = Counter()
+        # Sends counted against each service's UTC day (config.day_limit).
+        self.sent_per_day: Counter[tuple[str, date]] = Counter()
         self.requests: list[dict[str, Any]] = []
         self.callbacks: list[dict[str, Any]] = []
         for task in list(self._tasks):
@@ -280,6 +285,10 @@ class NotifySim:
         if refused is not None:
             return refused
         entry = request.state.sim_entry
+        over_limit = self._day_limit_refusal(request.state.sim_service)
+        if over_limit is not None:
+            entry["status"] = 429
+            return over_limit
         if not isinstance(body, dict):
             entry["status"] = 400
             return _error(400, "BadRequestError", "Invalid JSON supplied in POST data")
@@ -367,6 +376,20 @@ class NotifySim:
         return JSONResponse({"notifications": [self._full_body(n) for n in page], "links": links})
 
     # ---------------------------------------------------------------- sending
+
+    def _day_limit_refusal(self, service_id: str) -> Response | None:
+        """NotifyNL's daily limit, checked before the request's content as NotifyNL does;
+        counts this send against the service's UTC day when it is let through."""
+        limit = self.config.day_limit
+        if limit is None:
+            return None
+        day = (service_id, self.now().date())
+        if self.sent_per_day[day] >= limit:
+            return _error(
+                429, "TooManyRequestsError", f"Exceeded send limits (email: {limit}) for today"
+            )
+        self.sent_per_day[day] += 1
+        return None
 
     def _accept(self, body: dict[str, Any], service_id: str) -> dict[str, Any]:
         address = body["email_address"]

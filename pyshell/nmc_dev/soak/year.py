@@ -347,6 +347,13 @@ class Year:
             path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
             admin.onboard_dv(stack.admin_settings, path,
                              beleid=Adresbeleid.parse(LOOPBACK_NETWORK))  # fmt: skip
+        # The probes time the NMC's own throughput and the simulator limits nothing: its
+        # services get a pace far above a probe's sends (NotifyNL's real pace is the budget
+        # tests' and the peak day's).
+        for service in admin_ops.list_notify_services(stack.admin_settings):
+            admin_ops.set_notify_service(
+                stack.admin_settings, service["code"], per_minuut=1_000_000, burst=1000
+            )
         with httpx.Client(timeout=120) as http:
             response = http.post(stack.profielservice_url + "/_sim/parties", json=self.work.parties)
             response.raise_for_status()
