@@ -70,6 +70,7 @@ GRANT EXECUTE ON FUNCTION nmc.finish_verzenden_batch(
     bigint[], integer[], text[], uuid[], uuid[]
 ) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.record_contactgegevens(bigint[], integer[], uuid[]) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.defer_verzenden(bigint, integer, text) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.process_receipts(integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.claim_navraag(text, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.claim_navraag_v2(text, integer) TO nmc_worker;
