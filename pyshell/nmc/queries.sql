@@ -168,6 +168,11 @@ ORDER BY r.item
 -- defer_taak --
 SELECT nmc.defer_taak(%(taak_id)s::bigint, %(claim_epoch)s::integer, %(fout)s::text) AS uitkomst
 
+-- defer_verzenden --
+-- A send NotifyNL refused for a reason of our configuration: deferred, and recorded.
+SELECT nmc.defer_verzenden(%(taak_id)s::bigint, %(claim_epoch)s::integer, %(soort)s::text)
+AS uitkomst
+
 -- fail_taak --
 SELECT nmc.fail_taak(%(taak_id)s::bigint, %(claim_epoch)s::integer, %(fout)s::text) AS uitkomst
 

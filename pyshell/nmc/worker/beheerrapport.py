@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from nmc.adapters.http import Deferral
-from nmc.adapters.notifynl import Accepted
+from nmc.adapters.notifynl import CONFIGURATIE, Accepted
 from nmc.worker.claims import Taak
 from nmc.worker.context import Context, Failure, settle
 from nmc.worker.logs import event
@@ -117,7 +117,10 @@ async def _mail(ctx: Context, taak: Taak, rapport, inhoud: dict[str, Any]) -> st
         headers=headers,
     )
     if not isinstance(result, Accepted):
-        raise Failure("beheerrapport-ongeldig-adres")
+        if result.soort in CONFIGURATIE:
+            # Our configuration (the NMC's template, key or service): wait for its fix.
+            raise Deferral(f"notifynl-geweigerd-{result.soort}")
+        raise Failure(f"beheerrapport-{result.soort}")
     return await _finish(ctx, taak, rapport, "verzonden", result.notifynl_id)
 
 
