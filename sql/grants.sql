@@ -120,6 +120,7 @@ TO nmc_worker;
 -- (functions/beheer/console.sql); nothing else.
 GRANT EXECUTE ON FUNCTION nmc.console_statussen(integer) TO nmc_console;
 GRANT EXECUTE ON FUNCTION nmc.console_achterstand() TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.console_verzendweigeringen() TO nmc_console;
 GRANT EXECUTE ON FUNCTION nmc.console_mislukt(integer, nmc.taak_soort) TO nmc_console;
 GRANT EXECUTE ON FUNCTION nmc.console_taak(bigint) TO nmc_console;
 GRANT EXECUTE ON FUNCTION nmc.console_notificatie(uuid) TO nmc_console;

@@ -446,6 +446,10 @@ SELECT a.soort::text AS soort, a.dv_id, a.naam, a.open, a.due, a.claimed, a.misl
     a.oudste_due
 FROM nmc.console_achterstand() AS a
 
+-- console_verzendweigeringen --
+SELECT w.dv_id, w.naam, w.berichttype, w.soort, w.sinds, w.laatst, w.aantal, w.wachtend
+FROM nmc.console_verzendweigeringen() AS w
+
 -- console_mislukt --
 SELECT m.id, m.soort::text AS soort, m.dv_id, m.naam, m.notificatie_id,
     m.status::text AS status, m.due, m.pogingen, m.uitstellen, m.laatste_fout, m.aangemaakt_op

@@ -299,3 +299,17 @@ def test_nmc_console_serves_on_its_own_port(console_env, data: Populated, tmp_pa
         process.wait(timeout=10)
         log.close()
     SCAN.output("the output of `nmc console`", (tmp_path / "console.log").read_text())
+
+
+def test_the_backlog_shows_the_berichttypen_notifynl_refuses(client, conn, data: Populated):
+    """A refusal of our configuration (a team-only key): the operator sees the berichttype,
+    the kind, since when, and how many sends wait for the fix."""
+    conn.execute(
+        "SELECT nmc.defer_verzenden(c.taak_id, c.claim_epoch, 'sleutel')"
+        " FROM nmc.claim_verzenden('console-test', 100) AS c WHERE c.dv_id = %s",
+        [data.dv_een],
+    )
+    login(client)
+    page = client.get("/achterstand").text
+    assert "Verzending geweigerd door NotifyNL" in page
+    assert "aanslag" in page and "sleutel" in page and "team-only" in page
