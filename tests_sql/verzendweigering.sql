@@ -1,7 +1,7 @@
 -- NotifyNL's send-time refusals by whose fault they are (notifynl-contract.md, Errors): the
 -- recipient's address, a request NotifyNL cannot render, and our own configuration.
 BEGIN;
-SELECT plan(27);
+SELECT plan(28);
 \ir fixtures/setup.sql
 
 -- Accepts a notification (decentraal, or centraal with p_centraal) and claims its send.
@@ -207,6 +207,14 @@ SELECT is(
     (SELECT count(*)::integer FROM nmc.metrics() WHERE naam = 'nmc_verzendweigering_seconden'),
     1,
     'nmc_verzendweigering_seconden: how long the berichttype has been refused'
+);
+
+-- Retention: the counts per day go after the delivery-proof retention.
+SELECT nmc.advance_clock('366 days');
+SELECT nmc.delete_expired(1000);
+SELECT is_empty(
+    $$SELECT 1 FROM nmc.onverwerkbaar$$,
+    'the counts of unrenderable requests go after the delivery-proof retention'
 );
 
 SELECT * FROM finish();
