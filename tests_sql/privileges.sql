@@ -92,6 +92,7 @@ SELECT set_eq(
         ('nmc.record_webhookvalidatie(integer,text,text,text)'),
         ('nmc.ensure_beheerrapporten()'),
         ('nmc.begin_beheerrapport(bigint,integer,double precision)'),
+        ('nmc.begin_beheerrapport_v2(bigint,integer,double precision)'),
         ('nmc.finish_beheerrapport(bigint,integer,uuid,text,uuid)')$$,
     'nmc_worker may execute exactly the worker functions'
 );
@@ -170,6 +171,7 @@ SELECT set_eq(
              ('console_onderhoud'), ('console_event_partities'), ('console_onderhoud_taken'),
              ('console_beheeracties'), ('console_reopen_taak'), ('console_force_transition'),
              ('resume_webhook_beheer'), ('ensure_beheerrapporten'), ('begin_beheerrapport'),
+             ('begin_beheerrapport_v2'),
              ('finish_beheerrapport'), ('claim_terugkoppelen_v2'), ('record_webhookvalidatie'),
              ('ensure_onderhoud'), ('run_onderhoud'), ('list_herwrap'), ('finish_herwrap'),
              ('set_event_partitie_breedte')$$,

@@ -1,7 +1,9 @@
 """The daily beheer report (`beheerrapport`, ADR 0024): once a day per DV with a beheer
-channel, its unacknowledged terminal statuses past its bevestigingstermijn and a flag when its
+channel, its unacknowledged terminal statuses past its bevestigingstermijn, a flag when its
 share of geen-contactgegevens is above the threshold (NMC_GEEN_CONTACTGEGEVENS_DREMPEL, the
-one /metrics uses). Notification ids and counts only: no personal data.
+one /metrics uses), and yesterday's notifications NotifyNL could not render per berichttype
+(technisch-mislukt: the template changed after the intake). Notification ids and counts
+only: no personal data.
 
 One open task per DV, planned by nmc.ensure_beheerrapporten (this kind calls it at its first
 round and then once a minute) and re-planned by its own run for the next day's report time.
@@ -182,6 +184,15 @@ def report_data(rapport) -> dict[str, Any]:
             "drempel": rapport.drempel,
             "bovenDrempel": bool(rapport.boven_drempel),
         },
+        # Yesterday's notifications NotifyNL could not render (technisch-mislukt: the
+        # template changed after the intake), per berichttype.
+        "onverwerkbaar": {
+            "dag": rapport.onverwerkbaar_dag.isoformat() if rapport.onverwerkbaar_dag else None,
+            "berichttypen": [
+                {"berichttype": item["berichttype"], "aantal": item["aantal"]}
+                for item in rapport.onverwerkbaar or ()
+            ],
+        },
     }
 
 
@@ -202,6 +213,12 @@ def personalisation(data: dict[str, Any]) -> dict[str, str]:
         "geen_contactgegevens_aandeel": _percent(geen["aandeel"]),
         "geen_contactgegevens_drempel": _percent(geen["drempel"]),
         "geen_contactgegevens_boven_drempel": "ja" if geen["bovenDrempel"] else "nee",
+        "onverwerkbaar": "\n".join(
+            f"{item['berichttype']}: {item['aantal']}"
+            for item in data["onverwerkbaar"]["berichttypen"]
+        )
+        or "(geen)",
+        "onverwerkbaar_dag": data["onverwerkbaar"]["dag"] or "",
     }
 
 
