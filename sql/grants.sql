@@ -77,6 +77,9 @@ GRANT EXECUTE ON FUNCTION nmc.claim_navraag_v2(text, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.finish_navraag(
     bigint, integer, boolean, text, timestamptz, timestamptz
 ) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.finish_navraag_v2(
+    bigint, integer, boolean, text, timestamptz, timestamptz, uuid, uuid, integer
+) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.process_vaststellingen(integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.run_controle(bigint, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.ensure_controle() TO nmc_worker;

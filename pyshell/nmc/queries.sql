@@ -198,9 +198,11 @@ SELECT
 FROM nmc.claim_navraag_v2(%(eigenaar)s::text, %(batch)s::integer) AS c
 
 -- finish_navraag --
-SELECT nmc.finish_navraag(
+-- The answer with what NotifyNL said: its id and the template (id, version) it names.
+SELECT nmc.finish_navraag_v2(
     %(taak_id)s::bigint, %(claim_epoch)s::integer, %(gevonden)s::boolean, %(status)s::text,
-    %(completed_at)s::timestamptz, %(sent_at)s::timestamptz
+    %(completed_at)s::timestamptz, %(sent_at)s::timestamptz, %(notifynl_id)s::uuid,
+    %(template_id)s::uuid, %(template_versie)s::integer
 ) AS uitkomst
 
 -- process_vaststellingen --

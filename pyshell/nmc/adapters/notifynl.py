@@ -266,6 +266,9 @@ class Bericht:
     created_at: datetime | None
     sent_at: datetime | None
     completed_at: datetime | None
+    # The template it was rendered from (`template: {id, version, uri}`); None if not given.
+    template_id: uuid.UUID | None = None
+    template_versie: int | None = None
 
 
 class NotifyNL:
@@ -393,6 +396,7 @@ def _bericht(data: Any) -> Bericht:
     if not isinstance(data, dict) or not isinstance(data.get("status"), str):
         raise UnexpectedResponse(f"{SERVICE}-antwoord")
     reference = data.get("reference")
+    template_id, template_versie = _template(data.get("template"))
     return Bericht(
         notifynl_id=_uuid(data.get("id")),
         reference=reference if isinstance(reference, str) else None,
@@ -400,7 +404,23 @@ def _bericht(data: Any) -> Bericht:
         created_at=_timestamp(data.get("created_at")),
         sent_at=_timestamp(data.get("sent_at")),
         completed_at=_timestamp(data.get("completed_at")),
+        template_id=template_id,
+        template_versie=template_versie,
     )
+
+
+def _template(value: Any) -> tuple[uuid.UUID | None, int | None]:
+    """(id, version) of a `template: {id, version, uri}`; what is missing or malformed is
+    None (the history records what NotifyNL said, the outcome does not depend on it)."""
+    if not isinstance(value, dict):
+        return None, None
+    try:
+        template_id = uuid.UUID(value.get("id"))
+    except (TypeError, ValueError, AttributeError):
+        template_id = None
+    version = value.get("version")
+    valid = isinstance(version, int) and not isinstance(version, bool) and version >= 0
+    return template_id, version if valid else None
 
 
 def _uuid(value: Any) -> uuid.UUID:
