@@ -361,10 +361,11 @@ class NotifySim:
         if templates and body["template_id"] not in templates.get(service_id, ()):
             entry["status"] = 400
             return _error(400, "BadRequestError", "Template not found")
-        refusal = self._refusal(body, service_id)
-        if refusal is not None:
-            entry["status"] = refusal.status_code
-            return refusal
+        weigering = self._refusal(body, service_id)
+        if weigering is not None:
+            response = weigering.response()
+            entry["status"], entry["weigering"] = response.status_code, weigering.soort
+            return response
         notification = self._accept(body, service_id)
         accept_timeout = self.faults.accept_timeout_rate
         if accept_timeout and self.random.random() < accept_timeout:
@@ -683,11 +684,12 @@ class NotifySim:
 
     # ---------------------------------------------------------------- refusals
 
-    def _refusal(self, body: dict[str, Any], service_id: str) -> JSONResponse | None:
-        """The answer of the first refusal switched on that applies to this send, or None."""
+    def _refusal(self, body: dict[str, Any], service_id: str) -> Weigering | None:
+        """The first refusal switched on that applies to this send (its answer, and the
+        request log's `weigering`), or None."""
         for weigering in self.weigeringen:
             if weigering.applies(body, service_id):
-                return weigering.response()
+                return weigering
         return None
 
     async def _weigering(self, request: Request) -> Response:
