@@ -18,7 +18,9 @@ The outcome is chosen by the recipient's local part:
 `technisch+…` technical-failure, `stil+…` stays `sending` and is never called back,
 `tijdelijk-dan-bezorgd+…` temporary on the first send to that address, delivered after,
 `verloren+…` delivered but its callback is lost (as when NotifyNL gives up after its last
-retry: only reconciliation learns the outcome); anything else is delivered.
+retry: only reconciliation learns the outcome); `sjabloon-gewijzigd+…` is refused as
+`Missing personalisation` (its template was edited after the intake: `LOCAL_PART_REFUSALS`);
+anything else is delivered.
 
 Test hooks under /_sim/: `faults` (POST/GET/DELETE: error_rate per status code, latency_ms,
 timeout_rate, accept_timeout_rate, duplicate_rate, reorder, lose_rate), `config` (callback
@@ -171,6 +173,13 @@ class Weigering:
     def response(self) -> JSONResponse:
         status_code, error, message = REFUSALS[self.soort]
         return _error(status_code, error, message.format(velden=", ".join(self.velden)))
+
+
+# A send to one of these local parts is refused as if its template had changed: NotifyNL
+# renders a template's latest version, and the edited one needs a field the request lacks.
+LOCAL_PART_REFUSALS = {
+    "sjabloon-gewijzigd": Weigering("missing-personalisation", velden=["kenmerk"]),
+}
 
 
 @dataclass
@@ -690,7 +699,7 @@ class NotifySim:
         for weigering in self.weigeringen:
             if weigering.applies(body, service_id):
                 return weigering
-        return None
+        return LOCAL_PART_REFUSALS.get(_outcome_prefix(str(body.get("email_address", ""))))
 
     async def _weigering(self, request: Request) -> Response:
         """POST one refusal (added to those on), DELETE all, GET the list."""
