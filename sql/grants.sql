@@ -78,11 +78,15 @@ GRANT EXECUTE ON FUNCTION nmc.finish_verzenden_batch(
     bigint[], integer[], text[], uuid[], uuid[]
 ) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.record_contactgegevens(bigint[], integer[], uuid[]) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.defer_verzenden(bigint, integer, text) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.process_receipts(integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.claim_navraag(text, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.claim_navraag_v2(text, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.finish_navraag(
     bigint, integer, boolean, text, timestamptz, timestamptz
+) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.finish_navraag_v2(
+    bigint, integer, boolean, text, timestamptz, timestamptz, uuid, uuid, integer
 ) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.process_vaststellingen(integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.run_controle(bigint, integer) TO nmc_worker;
@@ -132,6 +136,7 @@ TO nmc_worker;
 -- (functions/beheer/console.sql); nothing else.
 GRANT EXECUTE ON FUNCTION nmc.console_statussen(integer) TO nmc_console;
 GRANT EXECUTE ON FUNCTION nmc.console_achterstand() TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.console_verzendweigeringen() TO nmc_console;
 GRANT EXECUTE ON FUNCTION nmc.console_mislukt(integer, nmc.taak_soort) TO nmc_console;
 GRANT EXECUTE ON FUNCTION nmc.console_taak(bigint) TO nmc_console;
 GRANT EXECUTE ON FUNCTION nmc.console_notificatie(uuid) TO nmc_console;

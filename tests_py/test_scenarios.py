@@ -18,8 +18,23 @@ BY_KEY = {s.key: s for s in scenarios.CATALOGUE}
 
 
 def test_every_local_part_is_a_rule_of_the_notifynl_simulator():
-    rules = set(notifynl.OUTCOMES) | {"tijdelijk-dan-bezorgd"}
+    rules = set(notifynl.OUTCOMES) | {"tijdelijk-dan-bezorgd"} | set(notifynl.LOCAL_PART_REFUSALS)
     assert {s.local_part for s in scenarios.CATALOGUE} <= rules
+
+
+def test_the_demo_shows_a_template_edited_after_the_intake():
+    """One notification whose template changed after the intake: NotifyNL (the simulator's
+    `sjabloon-gewijzigd` rule) answers Missing personalisation, and it ends technisch-mislukt."""
+    edited = BY_KEY["sjabloon-gewijzigd"]
+    assert (edited.status, edited.reden) == ("technisch-mislukt", "technisch")
+    assert edited in {replace(s, weight=0) for s in demo.SCENARIOS}
+    refusal = notifynl.LOCAL_PART_REFUSALS[edited.local_part]
+    assert notifynl.REFUSALS[refusal.soort][1:] == (
+        "BadRequestError",
+        "Missing personalisation: {velden}",
+    )
+    plan = demo.build_plan(40, "abc123", now=NOW)
+    assert sum(n.scenario.key == "sjabloon-gewijzigd" for n in plan.notificaties) == 1
 
 
 def test_a_mix_keeps_the_order_and_weights_it_is_given():

@@ -277,6 +277,55 @@ def test_the_duplicate_bound_is_refused_when_the_logs_miss_a_send_call():
     assert complete.count == 1
 
 
+# ---------------------------------------------------------------------------------------
+# NotifyNL's refusals switched on for a while: a team-only key, a template edited
+
+
+def test_refusal_checks_pass_when_refused_sends_go_out_or_end_technisch_mislukt():
+    refused = {"p1": {"team-only"}, "p2": {"team-only"}, "p3": {"missing-personalisation"},
+               "p4": {"team-only"}, "p5": {"missing-personalisation"}}  # fmt: skip
+    attempts = {"p1": A, "p2": B, "p3": C, "p4": "n4", "p5": "n5"}
+    notificaties = {
+        A: row(A, "definitief-bezorgd", 5),
+        # Sent after the switch back, then NotifyNL's own permanent-failure: the recipient's.
+        B: row(B, "niet-bezorgbaar", 4, "onbereikbaar"),
+        C: row(C, "technisch-mislukt", 3, "technisch"),
+        "n4": row("n4", "verlopen", 3, "verlopen"),  # its geldigTot passed while deferred
+        # The refusal's commit was lost; the re-claim sent it after the window: it went out.
+        "n5": row("n5", "definitief-bezorgd", 5),
+    }
+    accepted = {"p1": 1, "p2": 1, "p5": 1}
+    verdicts = checks.refusals(refused, accepted, attempts, notificaties)
+    assert all(v.ok for v in verdicts), [v.examples for v in verdicts]
+    assert (
+        "3 sends refused for a team-only key"
+        in by_name(verdicts)["a team-only key never makes a notification onbereikbaar"].figure
+    )
+
+
+def test_refusal_checks_fail_on_each_crafted_violation():
+    refused = {"p1": {"team-only"}, "p2": {"team-only"}, "p3": {"missing-personalisation"}}
+    attempts = {"p1": A, "p2": B, "p3": C}
+    notificaties = {
+        A: row(A, "niet-bezorgbaar", 3, "onbereikbaar"),  # the refusal made it onbereikbaar
+        B: row(B, "technisch-mislukt", 3, "technisch"),  # never went out, not expired
+        C: row(C, "niet-bezorgbaar", 3, "onbereikbaar"),  # the edit: not technisch-mislukt
+    }
+    verdicts = by_name(checks.refusals(refused, {}, attempts, notificaties))
+    onbereikbaar = verdicts["a team-only key never makes a notification onbereikbaar"]
+    assert (onbereikbaar.count, onbereikbaar.examples) == (
+        1,
+        [f"{A}: niet-bezorgbaar/onbereikbaar"],
+    )
+    out = verdicts["the sends a team-only key refused go out after the switch back"]
+    assert out.count == 2  # A and B never went out
+    edited = verdicts["a template edited after the intake ends its notifications technisch-mislukt"]
+    assert (edited.count, edited.examples) == (1, [f"{C}: niet-bezorgbaar/onbereikbaar"])
+    # An attempt the database does not know is a violation too (its notification is lost).
+    lost = by_name(checks.refusals({"px": {"team-only"}}, {}, {}, {}))
+    assert lost["the sends a team-only key refused go out after the switch back"].count == 1
+
+
 def test_the_worker_log_is_read_into_calls_and_how_their_claims_ended(tmp_path):
     log = tmp_path / "worker-1.log"
     log.write_text(
@@ -408,5 +457,11 @@ def test_a_ci_sized_soak_passes_every_check_and_leaves_nothing_running():
         assert re.search(r"[1-9]\d* snapshot restarts \(410\)", output), output
         answers = re.search(r"NotifyNL: \d+ send calls, answers (.*?);", output).group(1)
         assert re.search(r"\b50[034] [1-9]", answers), answers  # NotifyNL's 5xx and timeouts
+        # NotifyNL refused sends for a team-only key for a while, then a template edit.
+        assert re.search(
+            r"NotifyNL refusals switched on: team-only [\d.]+ s, missing-personalisation "
+            r"[\d.]+ s; [1-9]\d* attempts refused for a team-only key",
+            output,
+        ), output
         assert processes_of(home) == []
         print(f"soak --count 400 took {seconds:.0f} s")

@@ -83,7 +83,8 @@ RETURNS TABLE (
     onbevestigd integer, afgekapt boolean, oudste timestamptz, bevestigingstermijn interval,
     notificatie_ids uuid[], aandeel double precision, drempel double precision,
     boven_drempel boolean, te_melden boolean, afgerond boolean, template_id uuid,
-    notify_service text, budget boolean, webhook_gat boolean
+    notify_service text, budget boolean, webhook_gat boolean, onverwerkbaar jsonb,
+    onverwerkbaar_dag date
 )
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -105,6 +106,7 @@ DECLARE
     v_boven boolean;
     v_gat boolean;
     v_budget boolean := false;
+    v_onverwerkbaar jsonb;
 BEGIN
     IF v_taak.soort <> 'beheerrapport' OR v_taak.payload ->> 'werk' IS DISTINCT FROM 'beheerrapport'
         THEN
@@ -119,7 +121,7 @@ BEGIN
             NULL::uuid, v_taak.dv_id, v_dv.oin, v_dv.naam, NULL::text, v_dag, 0, false,
             NULL::timestamptz, v_dv.bevestigingstermijn, '{}'::uuid [], NULL::double precision,
             p_drempel, false, false, false, v_i.beheerrapport_template_id,
-            v_i.beheerrapport_notify_service, false, false;
+            v_i.beheerrapport_notify_service, false, false, '[]'::jsonb, v_dag - 1;
         RETURN;
     END IF;
 
@@ -134,7 +136,7 @@ BEGIN
             v_dv.bevestigingstermijn, '{}'::uuid [], v_rapport.geen_contactgegevens_aandeel,
             v_rapport.geen_contactgegevens_drempel, v_rapport.boven_drempel, false, true,
             v_i.beheerrapport_template_id, v_i.beheerrapport_notify_service, false,
-            v_rapport.webhook_gat;
+            v_rapport.webhook_gat, '[]'::jsonb, v_dag - 1;
         RETURN;
     END IF;
 
@@ -200,6 +202,19 @@ BEGIN
         WHERE w.dv_id = v_dv.dv_id AND w.gat_op IS NOT NULL AND v_dv.webhook_url IS NOT NULL
     );
 
+    -- Yesterday's notifications NotifyNL could not render (the template changed after the
+    -- intake), per berichttype: each day is in the report of the day after.
+    SELECT coalesce(
+        pg_catalog.jsonb_agg(
+            pg_catalog.jsonb_build_object('berichttype', o.berichttype, 'aantal', o.aantal)
+            ORDER BY o.berichttype
+        ),
+        '[]'::jsonb
+    )
+    INTO v_onverwerkbaar
+    FROM nmc.onverwerkbaar AS o
+    WHERE o.dv_id = v_dv.dv_id AND o.dag = v_dag - 1;
+
     -- The same report all day: a try after a lost answer keeps its id (the NotifyNL
     -- reference), with the counts as they are now.
     INSERT INTO nmc.beheerrapport AS r (
@@ -223,15 +238,17 @@ BEGIN
     -- budget is the only user of NotifyNL's rate limit), once a template is configured.
     IF v_soort = 'https' THEN
         v_budget := true;
-    ELSIF (v_aantal > 0 OR v_boven OR v_gat) AND v_i.beheerrapport_template_id IS NOT NULL THEN
+    ELSIF (v_aantal > 0 OR v_boven OR v_gat OR v_onverwerkbaar <> '[]'::jsonb)
+        AND v_i.beheerrapport_template_id IS NOT NULL THEN
         v_budget := nmc.take_budget(v_i.beheerrapport_notify_service, 'verzenden', 1) > 0;
     END IF;
 
     RETURN QUERY SELECT
         v_rapport.id, v_dv.dv_id, v_dv.oin, v_dv.naam, v_dv.beheerkanaal, v_dag, v_aantal,
         v_rapport.onbevestigd_afgekapt, v_oudste, v_dv.bevestigingstermijn, v_ids, v_aandeel,
-        p_drempel, v_boven, v_aantal > 0 OR v_boven OR v_gat, false,
-        v_i.beheerrapport_template_id, v_i.beheerrapport_notify_service, v_budget, v_gat;
+        p_drempel, v_boven, v_aantal > 0 OR v_boven OR v_gat OR v_onverwerkbaar <> '[]'::jsonb,
+        false, v_i.beheerrapport_template_id, v_i.beheerrapport_notify_service, v_budget, v_gat,
+        v_onverwerkbaar, v_dag - 1;
 END
 $$;
 COMMENT ON FUNCTION nmc.begin_beheerrapport_v2(bigint, integer, double precision) IS
@@ -243,13 +260,15 @@ COMMENT ON FUNCTION nmc.begin_beheerrapport_v2(bigint, integer, double precision
 'settings.beheerrapport_max_ids notification ids, oldest first), its share of '
 'geen-contactgegevens among the centraal notifications that became terminal within '
 'settings.beheerrapport_venster and whether it is above p_drempel, whether its webhook is '
-'paused for a gap (webhook_gat: it waits for the DV to set its position); te_melden when '
-'any needs reporting; afgerond when today''s report was finished already; the template and '
+'paused for a gap (webhook_gat: it waits for the DV to set its position), the notifications '
+'of yesterday (onverwerkbaar_dag) NotifyNL could not render, per berichttype '
+'(onverwerkbaar: [{berichttype, aantal}], from nmc.onverwerkbaar); te_melden when any needs '
+'reporting; afgerond when today''s report was finished already; the template and '
 'Notify service of the e-mail; budget: an e-mail took its send token (false: wait, or no '
 'template), an https: call always may.';
 
 -- The previous release's form (its workers may call it during a rolling deploy): without
--- the gap, which those workers cannot put in a report.
+-- the gap and the unrenderable notifications, which those workers cannot put in a report.
 CREATE OR REPLACE FUNCTION nmc.begin_beheerrapport(
     p_taak_id bigint, p_claim_epoch integer, p_drempel double precision
 )
@@ -272,8 +291,10 @@ AS $$
     FROM nmc.begin_beheerrapport_v2(p_taak_id, p_claim_epoch, p_drempel) AS r
 $$;
 COMMENT ON FUNCTION nmc.begin_beheerrapport(bigint, integer, double precision) IS
-'The previous release''s form of nmc.begin_beheerrapport_v2, without webhook_gat (te_melden '
-'only for unacknowledged statuses or the share). Drop it in the next release.';
+'The previous release''s form of nmc.begin_beheerrapport_v2, without webhook_gat and the '
+'unrenderable notifications (te_melden only for unacknowledged statuses or the share). '
+'Drop it in the next release.';
+
 
 CREATE OR REPLACE FUNCTION nmc.finish_beheerrapport(
     p_taak_id bigint, p_claim_epoch integer, p_rapport_id uuid, p_uitkomst text,

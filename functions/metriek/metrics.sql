@@ -186,6 +186,29 @@ AS $$
         SELECT p.prepared FROM pg_catalog.pg_prepared_xacts AS p
     ) AS x (begin)
     HAVING pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE')
+    UNION ALL
+    -- The berichttypen NotifyNL refuses for a reason of our own configuration
+    -- (nmc.verzendweigering): the refused sends since the refusal began, and for how long.
+    SELECT o.naam,
+        pg_catalog.jsonb_build_object('dv', w.dv_id, 'berichttype', w.berichttype, 'soort', w.soort),
+        o.waarde
+    FROM nmc.verzendweigering AS w
+    CROSS JOIN LATERAL (
+        VALUES
+        ('nmc_verzendweigering', w.aantal::double precision),
+        (
+            'nmc_verzendweigering_seconden',
+            greatest(EXTRACT(EPOCH FROM (SELECT nmc.now()) - w.sinds), 0)::double precision
+        )
+    ) AS o (naam, waarde)
+    UNION ALL
+    -- Notifications ended technisch-mislukt because NotifyNL could not render them (the
+    -- template changed after the intake), per DV and berichttype, over the days kept.
+    SELECT 'nmc_onverwerkbaar_totaal',
+        pg_catalog.jsonb_build_object('dv', o.dv_id, 'berichttype', o.berichttype),
+        pg_catalog.sum(o.aantal)::double precision
+    FROM nmc.onverwerkbaar AS o
+    GROUP BY o.dv_id, o.berichttype
 $$;
 COMMENT ON FUNCTION nmc.metrics() IS
 'Every database-held metric as (name, labels, value): tasks per kind and state, seconds '
@@ -199,8 +222,10 @@ COMMENT ON FUNCTION nmc.metrics() IS
 'acknowledged), due open tasks per kind and DV, open tasks after a failed or deferred try '
 'per kind, the age of each DV''s last beheer report, each webhook''s failures, pause, delivery '
 'age and validation, the rows of the default event partition, how long the watermark holds '
-'back the oldest committed event, and the age of the oldest open write transaction (when '
-'the owner has pg_read_all_stats).';
+'back the oldest committed event, the age of the oldest open write transaction (when '
+'the owner has pg_read_all_stats), the berichttypen NotifyNL refuses for our configuration '
+'(refused sends and seconds since the refusal began, per DV, berichttype and kind) and the '
+'notifications NotifyNL could not render per DV and berichttype.';
 
 CREATE OR REPLACE FUNCTION nmc.metrics_replica(p_max_achterstand double precision)
 RETURNS TABLE (naam text, labels jsonb, waarde double precision)

@@ -95,13 +95,16 @@ COMMENT ON FUNCTION nmc.claim_navraag(text, integer) IS
 'nmc.claim_navraag_v2 without the Notify service (superseded; kept for a rolling deploy, '
 'to be dropped in a later release).';
 
-CREATE OR REPLACE FUNCTION nmc.finish_navraag(
+CREATE OR REPLACE FUNCTION nmc.finish_navraag_v2(
     p_taak_id bigint,
     p_claim_epoch integer,
     p_gevonden boolean,
     p_status text DEFAULT NULL,
     p_completed_at timestamptz DEFAULT NULL,
-    p_sent_at timestamptz DEFAULT NULL
+    p_sent_at timestamptz DEFAULT NULL,
+    p_notifynl_id uuid DEFAULT NULL,
+    p_template_id uuid DEFAULT NULL,
+    p_template_versie integer DEFAULT NULL
 )
 RETURNS text
 LANGUAGE plpgsql
@@ -121,7 +124,8 @@ BEGIN
     IF p_gevonden AND nmc.poging_status_voor(p_status) IS NOT NULL THEN
         PERFORM nmc.close_taak(p_taak_id);
         RETURN nmc.apply_receipt_v2(
-            v_p.id, NULL, p_status, p_completed_at, p_sent_at, 'navraag', v_nu, NULL, NULL
+            v_p.id, p_notifynl_id, p_status, p_completed_at, p_sent_at, 'navraag', v_nu,
+            p_template_id, p_template_versie
         );
     END IF;
 
@@ -132,7 +136,8 @@ BEGIN
             -- A status the NMC does not know: recorded beside what is known, and counted
             -- (and in the receipt history), as for a receipt.
             PERFORM nmc.apply_receipt_v2(
-                v_p.id, NULL, p_status, p_completed_at, p_sent_at, 'navraag', v_nu, NULL, NULL
+                v_p.id, p_notifynl_id, p_status, p_completed_at, p_sent_at, 'navraag', v_nu,
+            p_template_id, p_template_versie
             );
         END IF;
         UPDATE nmc.taak AS t
@@ -171,11 +176,40 @@ BEGIN
     RETURN 'vastgelegd';
 END
 $$;
-COMMENT ON FUNCTION nmc.finish_navraag(bigint, integer, boolean, text, timestamptz, timestamptz) IS
+COMMENT ON FUNCTION nmc.finish_navraag_v2(
+    bigint, integer, boolean, text, timestamptz, timestamptz, uuid, uuid, integer
+) IS
 'Commits a reconciliation answer (fenced by epoch). Found with a final status: judged by '
 'nmc.apply_receipt. Found without one: asked again at the next moment of the schedule. '
 'Not found (404), or NotifyNL''s retention over without an outcome: the attempt becomes '
 'onbekend and the notification bezorgstatus-onbekend (unless another attempt still runs), '
 'but an attempt of a terminal notification (bezorgstatus-onbekend aside) is left as it is; '
 'an attempt that got its outcome meanwhile (a receipt came while NotifyNL was asked) is '
-'left as it is. Reconciliation is per attempt: the answer concerns the task''s attempt.';
+'left as it is. Reconciliation is per attempt: the answer concerns the task''s attempt. '
+'p_notifynl_id, p_template_id and p_template_versie are what NotifyNL answered (its id, '
+'and the template id and version of GET /v2/notifications/{id}): judged like a receipt''s '
+'(an id other than the attempt''s is recorded as a duplicate) and written into the '
+'receipt history, which the proof and the history show.';
+
+CREATE OR REPLACE FUNCTION nmc.finish_navraag(
+    p_taak_id bigint,
+    p_claim_epoch integer,
+    p_gevonden boolean,
+    p_status text DEFAULT NULL,
+    p_completed_at timestamptz DEFAULT NULL,
+    p_sent_at timestamptz DEFAULT NULL
+)
+RETURNS text
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT nmc.finish_navraag_v2(
+        p_taak_id, p_claim_epoch, p_gevonden, p_status, p_completed_at, p_sent_at, NULL, NULL,
+        NULL
+    )
+$$;
+COMMENT ON FUNCTION nmc.finish_navraag(bigint, integer, boolean, text, timestamptz, timestamptz) IS
+'Kept for the previous release (its worker calls it during a rolling deploy): '
+'nmc.finish_navraag_v2 without NotifyNL''s id and template, which replaces it; to be '
+'dropped in a later release.';

@@ -62,6 +62,9 @@ BEGIN
     GET DIAGNOSTICS v_vensters = ROW_COUNT;
     DELETE FROM nmc.verzendbudget AS b WHERE b.venster_start < v_nu - INTERVAL '1 day';
     DELETE FROM nmc.feedaanroep AS f WHERE f.venster_start < v_nu - INTERVAL '1 hour';
+    -- The counts of requests NotifyNL could not render, per DV, berichttype and day.
+    DELETE FROM nmc.onverwerkbaar AS o
+    WHERE o.dag < (v_nu - (SELECT i.bewijs_bewaartermijn FROM nmc.instellingen AS i))::date;
 
     RETURN pg_catalog.jsonb_build_object(
         'notificaties', v_notificaties, 'taken', v_taken, 'quotumvensters', v_vensters,
@@ -74,7 +77,8 @@ COMMENT ON FUNCTION nmc.delete_expired(integer) IS
 'retention (with their attempts, tasks, receipt history and settlement record), done '
 'tasks older than 7 days, operator '
 'actions (nmc.beheeractie) older than the delivery-proof retention (one of a notification '
-'only once the notification is gone: its proof names it), and expired quota, '
+'only once the notification is gone: its proof names it), the daily counts of '
+'unrenderable requests (nmc.onverwerkbaar) older than it, and expired quota, '
 'budget and feed-rate windows. Returns the counts (notificaties, taken, beheeracties, '
 'quotumvensters); call it until the batched ones are 0. '
 'Event partitions follow their own drop rule (nmc.drop_event_partities).';

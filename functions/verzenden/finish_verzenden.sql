@@ -29,6 +29,9 @@ DECLARE
     v_van nmc.notificatie_status [];
     v_naar nmc.notificatie_status [];
     v_redenen nmc.reden [];
+    v_dvs integer [];
+    v_berichttypen text [];
+    v_centraal boolean [];
 BEGIN
     IF coalesce(pg_catalog.cardinality(p_claim_epochs), 0) <> v_aantal
         OR coalesce(pg_catalog.cardinality(p_uitkomsten), 0) <> v_aantal
@@ -98,7 +101,8 @@ BEGIN
             coalesce(k.fout, CASE
                 WHEN k.uitkomst IS NULL
                     OR k.uitkomst NOT IN (
-                        'verzonden', 'ongeldig-adres', 'geen-contactgegevens', 'verlopen'
+                        'verzonden', 'ongeldig-adres', 'onverwerkbaar', 'geen-contactgegevens',
+                        'verlopen'
                     )
                     THEN '22023'
                 WHEN k.uitkomst = 'verzonden' AND k.notifynl_id IS NULL THEN '22023'
@@ -122,8 +126,13 @@ BEGIN
                 false
             )
             ORDER BY k.i
-        )
-    INTO v_fouten, v_pogingen, v_gepland, v_van, v_naar, v_redenen, v_herverzenden
+        ),
+        pg_catalog.array_agg(k.dv_id ORDER BY k.i),
+        pg_catalog.array_agg(k.berichttype ORDER BY k.i),
+        pg_catalog.array_agg(coalesce(k.regie = 'centraal', false) ORDER BY k.i)
+    INTO
+        v_fouten, v_pogingen, v_gepland, v_van, v_naar, v_redenen, v_herverzenden, v_dvs,
+        v_berichttypen, v_centraal
     FROM (
         SELECT
             u.i,
@@ -132,6 +141,9 @@ BEGIN
             u.notifynl_id,
             n.status AS van,
             n.geldig_tot,
+            n.dv_id,
+            n.berichttype,
+            n.regie,
             p.id AS poging_id,
             p.status AS poging_status,
             p.nummer AS poging_nummer,
@@ -141,11 +153,15 @@ BEGIN
                 WHEN 'verzonden' THEN
                     CASE WHEN n.status = 'in-verzending' THEN 'verzonden' END
                 WHEN 'ongeldig-adres' THEN 'niet-bezorgbaar'
+                -- NotifyNL cannot render the request (the template changed after the
+                -- intake): it never will, so no retry.
+                WHEN 'onverwerkbaar' THEN 'technisch-mislukt'
                 WHEN 'geen-contactgegevens' THEN 'niet-bezorgbaar'
                 WHEN 'verlopen' THEN 'verlopen'
             END::nmc.notificatie_status AS naar,
             CASE u.uitkomst
                 WHEN 'ongeldig-adres' THEN 'onbereikbaar'
+                WHEN 'onverwerkbaar' THEN 'technisch'
                 WHEN 'geen-contactgegevens' THEN 'geen-contactgegevens'
                 WHEN 'verlopen' THEN 'verlopen'
             END::nmc.reden AS reden
@@ -162,7 +178,8 @@ BEGIN
     -- 4. The commits of every item without a refusal, each kind of write once.
     -- 201 (or found by reference): the attempt takes the NotifyNL id, or keeps another id
     -- as a duplicate (a receipt came first, or an earlier call did reach NotifyNL).
-    -- 400: the address can never work for this attempt.
+    -- 400 on email_address: the address can never work for this attempt; a 400 NotifyNL
+    -- could not render: the request can never work as it is.
     UPDATE nmc.poging AS p
     SET notifynl_id = CASE
             WHEN u.uitkomst = 'verzonden' THEN coalesce(p.notifynl_id, u.notifynl_id)
@@ -176,6 +193,7 @@ BEGIN
         END,
         status = CASE
             WHEN u.uitkomst = 'ongeldig-adres' THEN 'permanent-mislukt'::nmc.poging_status
+            WHEN u.uitkomst = 'onverwerkbaar' THEN 'technisch-mislukt'::nmc.poging_status
             WHEN p.status = 'gepland' THEN 'verzonden'::nmc.poging_status
             ELSE p.status
         END,
@@ -183,12 +201,14 @@ BEGIN
             WHEN u.uitkomst = 'verzonden' THEN coalesce(p.verzonden_op, v_nu)
             ELSE p.verzonden_op
         END,
-        afgerond_op = CASE WHEN u.uitkomst = 'ongeldig-adres' THEN v_nu ELSE p.afgerond_op END,
+        afgerond_op = CASE
+            WHEN u.uitkomst IN ('ongeldig-adres', 'onverwerkbaar') THEN v_nu ELSE p.afgerond_op
+        END,
         contactgegeven_id = coalesce(u.contactgegeven_id, p.contactgegeven_id)
     FROM unnest(v_pogingen, v_fouten, p_uitkomsten, p_notifynl_ids, p_contactgegeven_ids)
         AS u (poging_id, fout, uitkomst, notifynl_id, contactgegeven_id)
     WHERE p.id = u.poging_id AND u.fout IS NULL
-        AND u.uitkomst IN ('verzonden', 'ongeldig-adres');
+        AND u.uitkomst IN ('verzonden', 'ongeldig-adres', 'onverwerkbaar');
 
     -- No e-mail address (Profielservice), or nothing found after geldig_tot: the attempt
     -- that was never made goes.
@@ -223,6 +243,44 @@ BEGIN
     ON CONFLICT (poging_id)
     WHERE staat IN ('open', 'claimed') AND soort = 'reconciliëren'
     DO NOTHING;
+
+    -- An invalid address under centraal regie is reported to the Profielservice, as after
+    -- a permanent-failure receipt (nmc.judge_receipt).
+    INSERT INTO nmc.taak (soort, dv_id, notificatie_id, poging_id, due, trace_id, aangemaakt_op)
+    SELECT 'ongeldig-melden', n.dv_id, n.id, u.poging_id, v_nu, n.trace_id, v_nu
+    FROM unnest(v_notificaties, v_pogingen, v_fouten, p_uitkomsten, v_centraal) AS u (
+        notificatie_id, poging_id, fout, uitkomst, centraal
+    )
+    INNER JOIN nmc.notificatie AS n ON u.notificatie_id = n.id
+    WHERE u.fout IS NULL AND u.uitkomst = 'ongeldig-adres' AND u.centraal
+    ON CONFLICT (notificatie_id, soort)
+    WHERE staat IN ('open', 'claimed') AND soort NOT IN ('receipt', 'reconciliëren')
+    AND notificatie_id IS NOT NULL
+    DO NOTHING;
+
+    -- What NotifyNL could not render, counted per DV, berichttype and day (the metrics, the
+    -- DV's beheer report).
+    INSERT INTO nmc.onverwerkbaar AS o (dv_id, berichttype, dag, aantal)
+    SELECT u.dv_id, u.berichttype, (v_nu AT TIME ZONE 'Europe/Amsterdam')::date,
+        pg_catalog.count(*)
+    FROM unnest(v_dvs, v_berichttypen, v_fouten, p_uitkomsten) AS u (
+        dv_id, berichttype, fout, uitkomst
+    )
+    WHERE u.fout IS NULL AND u.uitkomst = 'onverwerkbaar'
+    GROUP BY u.dv_id, u.berichttype
+    ORDER BY u.dv_id, u.berichttype
+    ON CONFLICT (dv_id, berichttype, dag) DO UPDATE SET aantal = o.aantal + excluded.aantal;
+
+    -- A send NotifyNL accepted: its berichttype is no longer refused (nmc.defer_verzenden).
+    -- The table is empty but for a refusal under way: the probe costs nothing otherwise.
+    IF EXISTS (SELECT 1 FROM nmc.verzendweigering) THEN
+        DELETE FROM nmc.verzendweigering AS w
+        USING unnest(v_dvs, v_berichttypen, v_fouten, p_uitkomsten) AS u (
+            dv_id, berichttype, fout, uitkomst
+        )
+        WHERE w.dv_id = u.dv_id AND w.berichttype = u.berichttype AND u.fout IS NULL
+            AND u.uitkomst = 'verzonden';
+    END IF;
 
     PERFORM nmc.close_taken(ARRAY(
         SELECT u.id FROM unnest(p_taak_ids, v_fouten) AS u (id, fout) WHERE u.fout IS NULL
@@ -266,7 +324,10 @@ IS
 'then notifications, then attempts, each in id order; the transitions go through '
 'nmc.transition_notificaties in one call. A verzonden commit after a receipt already '
 'failed attempt 1 temporarily or technically (between the 201 and this commit, while the '
-'task was still claimed) plans the resend that receipt could not.';
+'task was still claimed) plans the resend that receipt could not. Also counts the '
+'onverwerkbaar items per DV, berichttype and day (nmc.onverwerkbaar), plans the '
+'ongeldig-melden task of an ongeldig-adres under centraal regie, and clears the refused '
+'state (nmc.verzendweigering) of the berichttypen of the verzonden items.';
 
 CREATE OR REPLACE FUNCTION nmc.finish_verzenden(
     p_taak_id bigint,
@@ -316,7 +377,11 @@ COMMENT ON FUNCTION nmc.finish_verzenden(bigint, integer, text, uuid, uuid) IS
 'p_uitkomst: verzonden (NotifyNL 201 or found by reference; the attempt takes the '
 'NotifyNL id, in-verzending -> verzonden, a resend only records the attempt, and a '
 'reconcile task is planned +1 h; a resend a receipt judged meanwhile is planned), '
-'ongeldig-adres (NotifyNL 400: niet-bezorgbaar, onbereikbaar), geen-contactgegevens '
+'ongeldig-adres (NotifyNL 400 ValidationError on email_address: niet-bezorgbaar, '
+'onbereikbaar; under centraal an ongeldig-melden task reports the address to the '
+'Profielservice), onverwerkbaar (NotifyNL cannot render the request: Missing '
+'personalisation, message too long; technisch-mislukt, technisch, no retry; counted per '
+'DV, berichttype and day), geen-contactgegevens '
 '(Profielservice: niet-bezorgbaar), verlopen (a re-claim that found nothing after '
 'geldig_tot; NM014 before it). Closes the task; returns the status. The one-item form of '
 'nmc.finish_verzenden_batch, whose refusal it raises.';

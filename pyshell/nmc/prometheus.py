@@ -63,6 +63,12 @@ DATABASE_HELP = {
     "achter het watermerk wacht.",
     "nmc_oudste_schrijftransactie_seconden": "Leeftijd van de oudste open transactie met een "
     "xid (houdt de feed van elke dienstverlener op).",
+    "nmc_verzendweigering": "Verzendingen die NotifyNL weigerde om onze configuratie, per "
+    "dienstverlener, berichttype en soort, sinds de weigering begon.",
+    "nmc_verzendweigering_seconden": "Seconden sinds NotifyNL de verzendingen van het "
+    "berichttype om onze configuratie weigert.",
+    "nmc_onverwerkbaar_totaal": "Notificaties technisch-mislukt omdat NotifyNL ze niet kon "
+    "opmaken (Missing personalisation, te lang), per dienstverlener en berichttype.",
 }
 
 Samples = list[tuple[Mapping[str, str], float]]

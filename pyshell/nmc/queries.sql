@@ -174,6 +174,11 @@ SELECT nmc.defer_limiet_taak(
     %(fout)s::text
 ) AS uitkomst
 
+-- defer_verzenden --
+-- A send NotifyNL refused for a reason of our configuration: deferred, and recorded.
+SELECT nmc.defer_verzenden(%(taak_id)s::bigint, %(claim_epoch)s::integer, %(soort)s::text)
+AS uitkomst
+
 -- fail_taak --
 SELECT nmc.fail_taak(%(taak_id)s::bigint, %(claim_epoch)s::integer, %(fout)s::text) AS uitkomst
 
@@ -199,9 +204,11 @@ SELECT
 FROM nmc.claim_navraag_v2(%(eigenaar)s::text, %(batch)s::integer) AS c
 
 -- finish_navraag --
-SELECT nmc.finish_navraag(
+-- The answer with what NotifyNL said: its id and the template (id, version) it names.
+SELECT nmc.finish_navraag_v2(
     %(taak_id)s::bigint, %(claim_epoch)s::integer, %(gevonden)s::boolean, %(status)s::text,
-    %(completed_at)s::timestamptz, %(sent_at)s::timestamptz
+    %(completed_at)s::timestamptz, %(sent_at)s::timestamptz, %(notifynl_id)s::uuid,
+    %(template_id)s::uuid, %(template_versie)s::integer
 ) AS uitkomst
 
 -- process_vaststellingen --
@@ -244,7 +251,7 @@ SELECT nmc.ensure_beheerrapporten()
 SELECT b.rapport_id, b.dv_id, b.oin, b.naam, b.kanaal, b.dag, b.onbevestigd, b.afgekapt,
     b.oudste, b.bevestigingstermijn::text AS bevestigingstermijn, b.notificatie_ids, b.aandeel,
     b.drempel, b.boven_drempel, b.te_melden, b.afgerond, b.template_id, b.notify_service,
-    b.budget, b.webhook_gat
+    b.budget, b.webhook_gat, b.onverwerkbaar, b.onverwerkbaar_dag
 FROM nmc.begin_beheerrapport_v2(
     %(taak_id)s::bigint, %(claim_epoch)s::integer, %(drempel)s::double precision
 ) AS b
@@ -480,6 +487,10 @@ FROM nmc.console_statussen(%(uren)s::integer) AS s
 SELECT a.soort::text AS soort, a.dv_id, a.naam, a.open, a.due, a.claimed, a.mislukt,
     a.oudste_due
 FROM nmc.console_achterstand() AS a
+
+-- console_verzendweigeringen --
+SELECT w.dv_id, w.naam, w.berichttype, w.soort, w.sinds, w.laatst, w.aantal, w.wachtend
+FROM nmc.console_verzendweigeringen() AS w
 
 -- console_mislukt --
 -- forceerbaar: SQL offers a transition to force from the notification's status.

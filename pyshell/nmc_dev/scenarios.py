@@ -49,6 +49,8 @@ CATALOGUE = (
              "technisch-mislukt", "technisch", local_part="technisch"),
     Scenario("stil", "never an outcome, NotifyNL's retention ends", "decentraal",
              "bezorgstatus-onbekend", None, local_part="stil"),
+    Scenario("sjabloon-gewijzigd", "template edited after the intake: NotifyNL cannot render it",
+             "decentraal", "technisch-mislukt", "technisch", local_part="sjabloon-gewijzigd"),
     Scenario("geannuleerd", "cancelled by the DV before the send (DELETE)", "decentraal",
              "geannuleerd", "geannuleerd", action="cancel"),
     # The same short geldigTot, passed (the demo's workers start after it) or not (the soak's

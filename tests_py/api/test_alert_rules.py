@@ -160,6 +160,17 @@ def every_family(client: TestClient, conn: psycopg.Connection, dvs: dict[str, in
         [open_],
     )
     conn.execute("SELECT nmc.count_teller('receipt_onbekende_reference', 3)")
+    conn.execute(
+        "INSERT INTO nmc.verzendweigering (dv_id, berichttype, soort, sinds, laatst, aantal)"
+        " SELECT dv_id, code, 'sleutel', nmc.now(), nmc.now(), 2 FROM nmc.berichttype"
+        " WHERE dv_id = %s LIMIT 1",
+        [dv],
+    )
+    conn.execute(
+        "INSERT INTO nmc.onverwerkbaar (dv_id, berichttype, dag, aantal)"
+        " SELECT dv_id, code, current_date, 1 FROM nmc.berichttype WHERE dv_id = %s LIMIT 1",
+        [dv],
+    )
     conn.execute("SELECT nmc.advance_clock('8 days')")
     conn.execute("SELECT nmc.take_budget('standaard', 'verzenden', 1)")
 

@@ -381,3 +381,15 @@ def test_the_console_answers_the_kubelets_probes_without_a_login(client):
     assert client.get("/health/live").json() == {"status": "up"}
     ready = client.get("/health/ready")
     assert ready.status_code == 200 and ready.json() == {"status": "gereed"}
+def test_the_backlog_shows_the_berichttypen_notifynl_refuses(client, conn, data: Populated):
+    """A refusal of our configuration (a team-only key): the operator sees the berichttype,
+    the kind, since when, and how many sends wait for the fix."""
+    conn.execute(
+        "SELECT nmc.defer_verzenden(c.taak_id, c.claim_epoch, 'sleutel')"
+        " FROM nmc.claim_verzenden('console-test', 100) AS c WHERE c.dv_id = %s",
+        [data.dv_een],
+    )
+    login(client)
+    page = client.get("/achterstand").text
+    assert "Verzending geweigerd door NotifyNL" in page
+    assert "aanslag" in page and "sleutel" in page and "team-only" in page

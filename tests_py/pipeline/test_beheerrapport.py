@@ -327,3 +327,30 @@ def test_the_https_body_is_a_cloudevent(signing_ring):
     body = json.loads(client.event("r-1", TWEEDE_OIN, {"dag": "2025-03-01"}))
     assert body["specversion"] == "1.0" and body["id"] == "r-1" and body["source"] == ISSUER
     assert body["datacontenttype"] == "application/json" and body["data"] == {"dag": "2025-03-01"}
+
+
+async def test_the_report_counts_yesterdays_unrenderable_notifications(
+    rapporteur, kanalen, conn, intake, sim
+):
+    """Notifications NotifyNL could not render (the template changed after the intake) end
+    technisch-mislukt; the DV's next report counts them per berichttype, even with nothing
+    else to report."""
+    eerste, _ = kanalen
+    assert await rapporteur.run_once(SOORT) == 0, "planned for the next report time"
+    for _ in range(2):
+        notificatie_id = intake("bezorgd+weergave@voorbeeld.nl")
+        [(taak_id, epoch)] = conn.execute(
+            "SELECT taak_id, claim_epoch FROM nmc.claim_verzenden('t', 10)"
+            " WHERE notificatie_id = %s",
+            [notificatie_id],
+        ).fetchall()
+        conn.execute("SELECT nmc.finish_verzenden(%s, %s, 'onverwerkbaar')", [taak_id, epoch])
+    next_day(conn)
+    assert await rapporteur.run_once(SOORT) == 2
+    [mail] = mails(sim)
+    assert mail["personalisation"]["onverwerkbaar"] == "aanslag: 2"
+    assert mail["personalisation"]["onbevestigd_aantal"] == "0"
+    assert [r[:1] + r[4:5] for r in rapporten(conn)] == [
+        (eerste, "verzonden"),
+        (kanalen[1], "niets-te-melden"),
+    ]

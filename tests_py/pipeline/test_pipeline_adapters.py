@@ -13,9 +13,17 @@ from pipelinetest import API_KEY, DV_NAAM, configure_notifynl, set_faults, sim_g
 
 from nmc.adapters import Deferral, UnexpectedResponse, ldv
 from nmc.adapters.aio_backend import AsyncioTransport
-from nmc.adapters.notifynl import Accepted, ApiKey, InvalidAddress, NotifyNL, bearer_token
+from nmc.adapters.notifynl import (
+    Accepted,
+    ApiKey,
+    NotifyNL,
+    Refused,
+    bearer_token,
+    classify_refusal,
+)
 from nmc.adapters.profielservice import Profielservice, choose_email, split_identificatie
 from nmc.peppers import new_peppers, parse_peppers
+from nmc_dev.sim.notifynl import REFUSALS
 
 TEMPLATE = "a0a0a0a0-0000-4000-8000-00000000000a"
 
@@ -87,18 +95,107 @@ async def test_send_get_and_search(notifynl, sims):
     assert {r["status"] for r in sim_get(sims.notifynl_url, "/_sim/requests")} == {201, 200, 404}
 
 
-async def test_a_bad_address_is_invalid_address(notifynl):
+async def test_a_bad_address_is_the_recipients(notifynl):
     result = await notifynl.send_email("geen-adres", TEMPLATE, {}, str(uuid.uuid4()))
-    assert result == InvalidAddress(error="ValidationError")
+    assert result == Refused(soort="ongeldig-adres")
 
 
-@pytest.mark.parametrize("code", [401, 403, 429, 500, 502, 503, 504])
+# Every send refusal of notifynl-contract.md (Errors), with NotifyNL's own body (the
+# simulator's /_sim/weigering), and whose fault the adapter makes of it.
+REFUSAL_KINDS = {
+    "ongeldig-adres": "ongeldig-adres",
+    "missing-personalisation": "onverwerkbaar",
+    "te-lang": "onverwerkbaar",
+    "template-niet-gevonden": "template",
+    "template-verwijderd": "template",
+    "template-ongeschikt": "template",
+    "team-only": "sleutel",
+    "trial-mode": "sleutel",
+    "geen-email-recht": "dienst",
+    "ongeldig-verzoek": "verzoek",
+    "onbekend": "onbekend",
+    "klok": "toegang",
+}
+
+
+def test_every_refusal_of_the_simulator_is_classified():
+    assert set(REFUSAL_KINDS) == set(REFUSALS)
+
+
+@pytest.mark.parametrize("weigering", sorted(REFUSAL_KINDS))
+async def test_send_refusals_are_classified_by_whose_fault(notifynl, sims, weigering):
+    httpx.post(f"{sims.notifynl_url}/_sim/weigering", json={"soort": weigering}).raise_for_status()
+    result = await notifynl.send_email("bezorgd+w@voorbeeld.nl", TEMPLATE, {}, str(uuid.uuid4()))
+    assert result == Refused(soort=REFUSAL_KINDS[weigering])
+    # Only the send is refused: the GETs answer as ever.
+    assert await notifynl.find_by_reference("r") == []
+
+
+@pytest.mark.parametrize(
+    ("status_code", "errors", "kind"),
+    [
+        # The type decides where it can; the message only where the type cannot tell.
+        (400, [("ValidationError", "email_address Not a valid email address")], "ongeldig-adres"),
+        (400, [("ValidationError", "reference must be a string")], "verzoek"),
+        (400, [("BadRequestError", "email_address Not a valid email address")], "onbekend"),
+        (
+            400,
+            [("BadRequestError", "Cannot send to this recipient using a team-only API key.")],
+            "sleutel",
+        ),
+        (400, [("BadRequestError", "Missing personalisation: Naam, datum")], "onverwerkbaar"),
+        (400, [("RateLimitError", "Template not found")], "onbekend"),
+        (400, [], "onbekend"),
+        # Several errors: ours wins over the recipient's, never final by mistake.
+        (
+            400,
+            [
+                ("ValidationError", "email_address Not a valid email address"),
+                ("ValidationError", "template_id is not a valid UUID"),
+            ],
+            "verzoek",
+        ),
+        (
+            400,
+            [
+                ("ValidationError", "email_address Not a valid email address"),
+                ("BadRequestError", "Missing personalisation: naam"),
+            ],
+            "onverwerkbaar",
+        ),
+        (401, [("AuthError", "Unauthorized: authentication token must be provided")], "toegang"),
+    ],
+)
+def test_classify_refusal(status_code, errors, kind):
+    body = {"status_code": status_code, "errors": [{"error": e, "message": m} for e, m in errors]}
+    assert classify_refusal(status_code, body) == kind
+
+
+async def test_a_400_without_notifynls_body_is_ours(notifynl, sims):
+    set_faults(sims, error_rate={"400": 1.0})  # the simulator's generic "Bad request"
+    result = await notifynl.send_email("bezorgd+x@voorbeeld.nl", TEMPLATE, {}, "r")
+    assert result == Refused(soort="onbekend")
+
+
+@pytest.mark.parametrize("code", [429, 500, 502, 503, 504])
 async def test_outage_codes_are_deferrals(notifynl, sims, code):
     set_faults(sims, error_rate={str(code): 1.0})
     with pytest.raises(Deferral) as raised:
         await notifynl.send_email("bezorgd+b@voorbeeld.nl", TEMPLATE, {}, "r")
     assert raised.value.fout == f"notifynl-http-{code}"
     with pytest.raises(Deferral):
+        await notifynl.get_notification(uuid.uuid4())
+
+
+@pytest.mark.parametrize("code", [401, 403])
+async def test_auth_errors_refuse_the_send_and_defer_the_gets(notifynl, sims, code):
+    """A send's 401/403 is NotifyNL's verdict on our credentials: a refusal of our
+    configuration (the SQL defers and records it); on a GET it is an outage as ever."""
+    set_faults(sims, error_rate={str(code): 1.0})
+    assert await notifynl.send_email("bezorgd+b@voorbeeld.nl", TEMPLATE, {}, "r") == Refused(
+        soort="toegang"
+    )
+    with pytest.raises(Deferral, match=f"notifynl-http-{code}"):
         await notifynl.get_notification(uuid.uuid4())
 
 

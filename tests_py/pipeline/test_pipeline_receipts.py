@@ -52,8 +52,16 @@ async def test_lost_callbacks_are_found_by_reconciliation(sim, worker, intake, c
     advance(conn, "1 hour 1 minute")
     assert await worker.drain(["receipt", "reconciliëren"]) == 1
     assert status_of(conn, notificatie_id) == ("bezorgd", None)
-    [(_, _, status, _, _)] = poging(conn, notificatie_id)
+    [(_, _, status, notifynl_id, _)] = poging(conn, notificatie_id)
     assert status == "bezorgd"
+    # The reconciliation answer's history row holds what NotifyNL answered: its id and the
+    # template (id, version) of GET /v2/notifications/{id}.
+    [stored] = sent(sim)["notifications"]
+    assert conn.execute(
+        "SELECT bron, notifynl_id::text, template_id::text, template_versie"
+        " FROM nmc.receiptgeschiedenis WHERE notificatie_id = %s",
+        [notificatie_id],
+    ).fetchall() == [("navraag", str(notifynl_id), stored["template_id"], 1)]
 
 
 async def test_duplicate_and_reordered_callbacks_give_one_outcome(sim, worker, intake, conn):

@@ -52,13 +52,15 @@ async def request(
     url: str,
     *,
     on_429: Callable[[httpx.Response], Deferral] | None = None,
+    answers: frozenset[int] = frozenset(),
     **kwargs: Any,
 ) -> httpx.Response:
     """Send one request; transport failures and outage codes become a `Deferral`.
 
     `service` prefixes the error class (`notifynl-http-503`, `ldv-timeout`), so a task's
     last error says which call failed without naming anything personal. `on_429` makes the
-    deferral of a 429 from its answer (NotifyNL tells its two limits apart).
+    deferral of a 429 from its answer (NotifyNL tells its two limits apart); `answers`: outage
+    codes the caller reads itself (NotifyNL's send classifies its 401/403 as a refusal).
     """
     try:
         response = await client.request(method, url, **kwargs)
@@ -68,7 +70,7 @@ async def request(
         raise Deferral(f"{service}-verbinding") from None
     if response.status_code == 429 and on_429 is not None:
         raise on_429(response)
-    if is_outage(response.status_code):
+    if is_outage(response.status_code) and response.status_code not in answers:
         raise Deferral(f"{service}-http-{response.status_code}")
     return response
 
@@ -81,11 +83,20 @@ def json_body(response: httpx.Response, service: str) -> Any:
         raise UnexpectedResponse(f"{service}-geen-json-{response.status_code}") from None
 
 
-def error_types(body: Any) -> list[str]:
-    """The `error` fields of a NotifyNL error body: `{"errors": [{"error": …}, …]}`."""
+def errors(body: Any) -> list[tuple[str | None, str]]:
+    """(error, message) of each entry of a NotifyNL error body, `{"errors": [{"error": …,
+    "message": …}, …]}` (a message that is not a
+    string reads as ''). Never logged: a message may echo what the request held."""
     if not isinstance(body, dict) or not isinstance(body.get("errors"), list):
         return []
-    return [e.get("error") for e in body["errors"] if isinstance(e, dict)]
+    return [
+        (
+            e.get("error") if isinstance(e.get("error"), str) else None,
+            e.get("message") if isinstance(e.get("message"), str) else "",
+        )
+        for e in body["errors"]
+        if isinstance(e, dict)
+    ]
 
 
 def traceparent(trace_id: str, span_id: str) -> dict[str, str]:

@@ -9,9 +9,16 @@ every call names the Notify service of the task's berichttype (`notify_service`)
 with that service's key (`NotifyKeys`: the keys file NMC_NOTIFYNL_KEYS_FILE, read once at
 start-up, or the one key NMC_NOTIFYNL_API_KEY of a single-service setup). A service without
 a key is a `Deferral` (`notifynl-geen-sleutel`): our credentials, like a 401/403.
-Responses become outcomes by status code and error type only, never by message text:
+Responses become outcomes by status code and error type; only where the type cannot tell
+whose fault a send's 400 is, by the stable start of the message NotifyNL's code raises
+(`classify_refusal`, the table in notifynl-contract.md, Errors):
 
-* send: 201 -> `Accepted`; 400 ValidationError/BadRequestError -> `InvalidAddress`;
+* send: 201 -> `Accepted`; 400, 401, 403 -> `Refused` with its kind: `ongeldig-adres` (a
+  ValidationError on email_address: the recipient's), `onverwerkbaar` (Missing
+  personalisation, message too long: the template changed after the intake), or one of our
+  configuration: `template`, `sleutel` (team-only key, trial mode), `dienst` (no e-mail
+  permission), `verzoek` (a ValidationError on another field), `toegang` (401/403),
+  `onbekend` (any other 400: ours until proven otherwise, never the recipient's);
 * get by id: 200 -> `Bericht`; 404 -> None (unknown, or past NotifyNL's retention);
 * search by reference: 200 -> list of `Bericht`;
 * 401/403/429/5xx, connection errors, timeouts, no key for the service -> `Deferral`;
@@ -22,6 +29,7 @@ A `Bericht` never keeps the e-mail address NotifyNL echoes back.
 
 import json
 import os
+import re
 import time
 import uuid
 from collections.abc import Mapping
@@ -38,14 +46,13 @@ from nmc.adapters.http import (
     Deferral,
     LimitReached,
     UnexpectedResponse,
-    error_types,
+    errors,
     json_body,
     request,
 )
 from nmc.errors import NmcError
 
 SERVICE = "notifynl"
-INVALID_ADDRESS_ERRORS = frozenset({"ValidationError", "BadRequestError"})
 NO_KEY = f"{SERVICE}-geen-sleutel"
 _UUID_LENGTH = 36
 
@@ -185,11 +192,75 @@ class Accepted:
     notifynl_id: uuid.UUID
 
 
-@dataclass(frozen=True)
-class InvalidAddress:
-    """NotifyNL refused the request (400): for this attempt, the address is unusable."""
+# The kinds of a refused send (the SQL decides what each means: nmc.finish_verzenden_batch
+# for the first two, nmc.defer_verzenden for the rest, our configuration).
+ONGELDIG_ADRES = "ongeldig-adres"
+ONVERWERKBAAR = "onverwerkbaar"
+CONFIGURATIE = frozenset({"template", "sleutel", "dienst", "verzoek", "toegang", "onbekend"})
+# The send's 401/403 are NotifyNL's verdict on our credentials (or clock): a refusal of our
+# configuration, not an outage.
+AUTH_STATUS = frozenset({401, 403})
 
-    error: str
+# The stable starts of NotifyNL's BadRequestError messages (app/notifications/validators.py,
+# process_notifications.py), compared after folding case and the typographic apostrophe.
+_ONVERWERKBAAR_STARTS = ("missing personalisation", "emails cannot be longer than")
+_TEMPLATE_STARTS = ("template not found", "template has been deleted")
+_TEMPLATE_TYPE = re.compile(r"^\w+ template is not suitable for ")
+_SLEUTEL_STARTS = (
+    "can't send to this recipient using a team-only api key",
+    "can't send to this recipient when service is in trial mode",
+    "cannot send to this recipient using a team-only api key",
+    "cannot send to this recipient when service is in trial mode",
+)
+_DIENST_STARTS = ("service is not allowed to send",)
+_ADRES_START = "email_address not a valid email address"
+# When one answer holds several errors, the kind that keeps most open wins: anything of ours
+# over what the request cannot be, over the recipient's address (never final by mistake).
+_VOORRANG = (
+    "onbekend",
+    "toegang",
+    "template",
+    "sleutel",
+    "dienst",
+    "verzoek",
+    ONVERWERKBAAR,
+    ONGELDIG_ADRES,
+)
+
+
+@dataclass(frozen=True)
+class Refused:
+    """NotifyNL refused the send (400, 401, 403); `soort` says whose fault it is."""
+
+    soort: str
+
+
+def classify_refusal(status_code: int, body: Any) -> str:
+    """The kind of a refused send, from its status code, its error types and (only where
+    the type cannot tell) the start of the message. Unknown is ours, never the recipient's."""
+    if status_code in AUTH_STATUS:
+        return "toegang"
+    found = errors(body)
+    kinds = {_classify_error(error, message) for error, message in found} or {"onbekend"}
+    return next(kind for kind in _VOORRANG if kind in kinds)
+
+
+def _classify_error(error: str | None, message: str) -> str:
+    text = message.strip().replace("\u2019", "'").lower()
+    if error == "ValidationError":
+        # A schema error names its field first: only the address's is the recipient's.
+        return ONGELDIG_ADRES if text.startswith(_ADRES_START) else "verzoek"
+    if error != "BadRequestError":
+        return "onbekend"
+    if text.startswith(_ONVERWERKBAAR_STARTS):
+        return ONVERWERKBAAR
+    if text.startswith(_TEMPLATE_STARTS) or _TEMPLATE_TYPE.match(text):
+        return "template"
+    if text.startswith(_SLEUTEL_STARTS):
+        return "sleutel"
+    if text.startswith(_DIENST_STARTS):
+        return "dienst"
+    return "onbekend"
 
 
 @dataclass(frozen=True)
@@ -202,6 +273,9 @@ class Bericht:
     created_at: datetime | None
     sent_at: datetime | None
     completed_at: datetime | None
+    # The template it was rendered from (`template: {id, version, uri}`); None if not given.
+    template_id: uuid.UUID | None = None
+    template_versie: int | None = None
 
 
 class NotifyNL:
@@ -238,22 +312,25 @@ class NotifyNL:
         *,
         service: str | None = None,
         headers: Mapping[str, str] | None = None,
-    ) -> Accepted | InvalidAddress:
+    ) -> Accepted | Refused:
         body = {
             "email_address": email_address,
             "template_id": str(template_id),
             "personalisation": dict(personalisation),
             "reference": reference,
         }
-        response = await self._call(service, "POST", "/v2/notifications/email", headers, json=body)
+        response = await self._call(
+            service, "POST", "/v2/notifications/email", headers, answers=AUTH_STATUS, json=body
+        )
         if response.status_code == 201:
             data = json_body(response, SERVICE)
             return Accepted(notifynl_id=_uuid(data.get("id") if isinstance(data, dict) else None))
-        if response.status_code == 400:
-            types = error_types(json_body(response, SERVICE))
-            refusal = next((t for t in types if t in INVALID_ADDRESS_ERRORS), None)
-            if refusal:
-                return InvalidAddress(error=refusal)
+        if response.status_code == 400 or response.status_code in AUTH_STATUS:
+            try:
+                data = response.json()
+            except ValueError:
+                data = None  # a 400 without NotifyNL's body: unknown, so ours
+            return Refused(soort=classify_refusal(response.status_code, data))
         raise UnexpectedResponse(f"{SERVICE}-http-{response.status_code}")
 
     async def get_notification(
@@ -295,6 +372,8 @@ class NotifyNL:
         method: str,
         path: str,
         headers: Mapping[str, str] | None,
+        *,
+        answers: frozenset[int] = frozenset(),
         **kwargs: Any,
     ) -> httpx.Response:
         bearer = self._bearer(self._keys.for_service(service))
@@ -304,6 +383,7 @@ class NotifyNL:
             SERVICE,
             method,
             self._base + path,
+            answers=answers,
             headers=all_headers,
             on_429=lambda response: limit_reached(response, service),
             **kwargs,
@@ -324,7 +404,7 @@ def limit_reached(response: httpx.Response, service: str | None) -> LimitReached
     """NotifyNL's two 429s by their error type: TooManyRequestsError is the service's day
     used up; a RateLimitError, or a 429 that names neither, is the pace."""
     try:
-        types = error_types(response.json())
+        types = [error for error, _ in errors(response.json())]
     except ValueError:
         types = []
     if "TooManyRequestsError" in types:
@@ -336,6 +416,7 @@ def _bericht(data: Any) -> Bericht:
     if not isinstance(data, dict) or not isinstance(data.get("status"), str):
         raise UnexpectedResponse(f"{SERVICE}-antwoord")
     reference = data.get("reference")
+    template_id, template_versie = _template(data.get("template"))
     return Bericht(
         notifynl_id=_uuid(data.get("id")),
         reference=reference if isinstance(reference, str) else None,
@@ -343,7 +424,23 @@ def _bericht(data: Any) -> Bericht:
         created_at=_timestamp(data.get("created_at")),
         sent_at=_timestamp(data.get("sent_at")),
         completed_at=_timestamp(data.get("completed_at")),
+        template_id=template_id,
+        template_versie=template_versie,
     )
+
+
+def _template(value: Any) -> tuple[uuid.UUID | None, int | None]:
+    """(id, version) of a `template: {id, version, uri}`; what is missing or malformed is
+    None (the history records what NotifyNL said, the outcome does not depend on it)."""
+    if not isinstance(value, dict):
+        return None, None
+    try:
+        template_id = uuid.UUID(value.get("id"))
+    except (TypeError, ValueError, AttributeError):
+        template_id = None
+    version = value.get("version")
+    valid = isinstance(version, int) and not isinstance(version, bool) and version >= 0
+    return template_id, version if valid else None
 
 
 def _uuid(value: Any) -> uuid.UUID:

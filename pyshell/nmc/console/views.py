@@ -65,6 +65,17 @@ TAAK_SOORTEN = (
 )  # fmt: skip
 UREN = (6, 12, 24, 48)
 MINUTEN = (10, 30, 60, 180)
+# What each kind of NotifyNL refusal of our configuration asks of the operator.
+WEIGERINGEN = {
+    "template": "template niet gevonden, verwijderd of ongeschikt: controleer de template-id "
+    "van het berichttype bij NotifyNL",
+    "sleutel": "team-only-sleutel of service in proefmodus: een live sleutel van een live "
+    "service nodig",
+    "dienst": "de NotifyNL-service mag geen e-mail versturen",
+    "verzoek": "NotifyNL weigert ons verzoek (ValidationError op een ander veld dan het adres)",
+    "toegang": "401/403: de sleutel of de klok",
+    "onbekend": "een onbekende 400 van NotifyNL",
+}
 
 # What a done action says on the page it leads to (fixed texts: nothing from the request).
 GEDAAN = {
@@ -419,7 +430,10 @@ async def achterstand(request: Request, operator: Operator) -> Response:
     found = await rows(request, "console_achterstand")
     for row in found:
         row["wacht"] = (nu - row["oudste_due"]).total_seconds() if row["oudste_due"] else None
-    return render(request, operator, "achterstand.html", nu=nu, regels=found)
+    geweigerd = await rows(request, "console_verzendweigeringen")
+    for row in geweigerd:
+        row["uitleg"] = WEIGERINGEN.get(row["soort"], row["soort"])
+    return render(request, operator, "achterstand.html", nu=nu, regels=found, geweigerd=geweigerd)
 
 
 @page()

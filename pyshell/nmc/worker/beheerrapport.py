@@ -1,7 +1,9 @@
 """The daily beheer report (`beheerrapport`, ADR 0024): once a day per DV with a beheer
-channel, its unacknowledged terminal statuses past its bevestigingstermijn and a flag when its
+channel, its unacknowledged terminal statuses past its bevestigingstermijn, a flag when its
 share of geen-contactgegevens is above the threshold (NMC_GEEN_CONTACTGEGEVENS_DREMPEL, the
-one /metrics uses). Notification ids and counts only: no personal data.
+one /metrics uses), and yesterday's notifications NotifyNL could not render per berichttype
+(technisch-mislukt: the template changed after the intake). Notification ids and counts
+only: no personal data.
 
 One open task per DV, planned by nmc.ensure_beheerrapporten (this kind calls it at its first
 round and then once a minute) and re-planned by its own run for the next day's report time.
@@ -27,7 +29,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from nmc.adapters.http import Deferral
-from nmc.adapters.notifynl import Accepted
+from nmc.adapters.notifynl import CONFIGURATIE, Accepted
 from nmc.worker.claims import Taak
 from nmc.worker.context import Context, Failure, settle
 from nmc.worker.logs import event
@@ -117,7 +119,10 @@ async def _mail(ctx: Context, taak: Taak, rapport, inhoud: dict[str, Any]) -> st
         headers=headers,
     )
     if not isinstance(result, Accepted):
-        raise Failure("beheerrapport-ongeldig-adres")
+        if result.soort in CONFIGURATIE:
+            # Our configuration (the NMC's template, key or service): wait for its fix.
+            raise Deferral(f"notifynl-geweigerd-{result.soort}")
+        raise Failure(f"beheerrapport-{result.soort}")
     return await _finish(ctx, taak, rapport, "verzonden", result.notifynl_id)
 
 
@@ -182,6 +187,15 @@ def report_data(rapport) -> dict[str, Any]:
         # Paused for a gap (events after its position were in a dropped partition): the DV
         # sets its position (PUT /webhook/positie) to a cursor it holds or the oldest event.
         "webhook": {"gepauzeerdVoorGat": bool(rapport.webhook_gat)},
+        # Yesterday's notifications NotifyNL could not render (technisch-mislukt: the
+        # template changed after the intake), per berichttype.
+        "onverwerkbaar": {
+            "dag": rapport.onverwerkbaar_dag.isoformat() if rapport.onverwerkbaar_dag else None,
+            "berichttypen": [
+                {"berichttype": item["berichttype"], "aantal": item["aantal"]}
+                for item in rapport.onverwerkbaar or ()
+            ],
+        },
     }
 
 
@@ -203,6 +217,12 @@ def personalisation(data: dict[str, Any]) -> dict[str, str]:
         "geen_contactgegevens_drempel": _percent(geen["drempel"]),
         "geen_contactgegevens_boven_drempel": "ja" if geen["bovenDrempel"] else "nee",
         "webhook_gat": "ja" if data["webhook"]["gepauzeerdVoorGat"] else "nee",
+        "onverwerkbaar": "\n".join(
+            f"{item['berichttype']}: {item['aantal']}"
+            for item in data["onverwerkbaar"]["berichttypen"]
+        )
+        or "(geen)",
+        "onverwerkbaar_dag": data["onverwerkbaar"]["dag"] or "",
     }
 
 

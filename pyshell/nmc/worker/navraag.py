@@ -1,5 +1,6 @@
 """Reconciliation tasks (`reconciliëren`): ask NotifyNL for an attempt's status and hand the
-answer to nmc.finish_navraag, which judges it exactly like a receipt.
+answer to nmc.finish_navraag_v2, which judges it exactly like a receipt and records NotifyNL's
+id and the template (id, version) of the answer in the receipt history.
 
 A 404 is `gevonden = false` (the SQL decides the dead end). The request names only NotifyNL's
 id; the address NotifyNL echoes back is dropped by the adapter, so no LDV record is written.
@@ -41,5 +42,8 @@ async def _ask(ctx: Context, taak: Navraagtaak) -> str:
             "status": bericht.status if bericht else None,
             "completed_at": bericht.completed_at if bericht else None,
             "sent_at": bericht.sent_at if bericht else None,
+            "notifynl_id": bericht.notifynl_id if bericht else None,
+            "template_id": bericht.template_id if bericht else None,
+            "template_versie": bericht.template_versie if bericht else None,
         },
     )

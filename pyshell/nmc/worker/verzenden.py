@@ -1,6 +1,11 @@
 """Send tasks (`verzenden`): look up the preference if centraal, send through NotifyNL, and
 report the outcome word to nmc.finish_verzenden.
 
+A refused send (the adapter classifies NotifyNL's answer, notifynl-contract.md, Errors) is
+reported by its kind: the recipient's address (`ongeldig-adres`) and a request NotifyNL
+cannot render (`onverwerkbaar`) are outcomes of nmc.finish_verzenden; a refusal of our own
+configuration goes to nmc.defer_verzenden, which defers the send and records the refusal.
+
 The claim (nmc.claim_verzenden) has already made the transition and chosen the attempt. A
 re-claim (`herclaim`) first asks NotifyNL by reference whether the earlier try got through;
 only when nothing is found does it send again (or, past geldig_tot, report `verlopen`).
@@ -20,7 +25,7 @@ import psycopg
 
 from nmc import sqlstates
 from nmc.adapters import ldv
-from nmc.adapters.notifynl import Accepted
+from nmc.adapters.notifynl import CONFIGURATIE, Accepted, Refused
 from nmc.adapters.profielservice import split_identificatie
 from nmc.worker.claims import Verzendtaak
 from nmc.worker.context import Context, Failure, open_sealed, settle
@@ -115,7 +120,26 @@ async def _send(ctx: Context, taak: Verzendtaak) -> str:
     )
     if isinstance(result, Accepted):
         return await _finish(ctx, taak, "verzonden", result.notifynl_id, contactgegeven_id)
-    return await _finish(ctx, taak, "ongeldig-adres", None, contactgegeven_id)
+    return await _refused(ctx, taak, result, contactgegeven_id)
+
+
+async def _refused(ctx: Context, taak: Verzendtaak, result: Refused, contactgegeven_id) -> str:
+    """NotifyNL refused the send: the kind decides which SQL function hears of it."""
+    event(
+        logging.WARNING,
+        "notifynl-geweigerd",
+        soort=SOORT,
+        taak_id=taak.taak_id,
+        epoch=taak.claim_epoch,
+        weigering=result.soort,
+        berichttype=taak.berichttype,
+    )
+    if result.soort in CONFIGURATIE:
+        return await ctx.db.fetch_value(
+            "defer_verzenden",
+            {"taak_id": taak.taak_id, "claim_epoch": taak.claim_epoch, "soort": result.soort},
+        )
+    return await _finish(ctx, taak, result.soort, None, contactgegeven_id)
 
 
 async def _record_contactgegeven(ctx: Context, taak: Verzendtaak, contactgegeven_id) -> None:

@@ -24,7 +24,8 @@ SHORT_VALIDITY = timedelta(minutes=30)  # geldigTot of the `verlopen` scenario
 # runs (nmc_dev.demo.run), so they end as geannuleerd and verlopen.
 SCENARIOS = scenarios.mix({
     "bezorgd": 26, "vol-dan-bezorgd": 6, "callback-kwijt": 6, "bounce": 6, "vol": 4,
-    "technisch": 3, "stil": 3, "c-bezorgd": 20, "c-vol-dan-bezorgd": 4, "c-bounce": 4,
+    "technisch": 3, "sjabloon-gewijzigd": 2, "stil": 3, "c-bezorgd": 16, "c-vol-dan-bezorgd": 6,
+    "c-bounce": 4,
     "c-onbekend": 6, "c-geen-email": 3, "geannuleerd": 4, "verlopen": 5,
 })  # fmt: skip
 

@@ -18,13 +18,18 @@ The outcome is chosen by the recipient's local part:
 `technisch+…` technical-failure, `stil+…` stays `sending` and is never called back,
 `tijdelijk-dan-bezorgd+…` temporary on the first send to that address, delivered after,
 `verloren+…` delivered but its callback is lost (as when NotifyNL gives up after its last
-retry: only reconciliation learns the outcome); anything else is delivered.
+retry: only reconciliation learns the outcome); `sjabloon-gewijzigd+…` is refused as
+`Missing personalisation` (its template was edited after the intake: `LOCAL_PART_REFUSALS`);
+anything else is delivered.
 
 Test hooks under /_sim/: `faults` (POST/GET/DELETE: error_rate per status code, latency_ms,
 timeout_rate, accept_timeout_rate, duplicate_rate, reorder, lose_rate), `config` (callback
 URL and token, retention, delays), `clock` (moves the clock that retention and timestamps
 read; the token check keeps the real clock), `sent`, `requests`, `callbacks`, `reset`, `forget` (the
-request and callback logs and the notifications past retention: for long runs).
+request and callback logs and the notifications past retention: for long runs), `weigering`
+(POST/GET/DELETE: from now on refuse sends as NotifyNL refuses them, with its exact body, one
+of `REFUSALS` — a team-only key, a deleted template, Missing personalisation after a template
+edit, … — optionally only for some templates or services).
 """
 
 import asyncio
@@ -77,6 +82,40 @@ ERROR_TYPES = {
     500: ("Exception", "Internal server error"),
 }
 PAGE_SIZE = 250
+# NotifyNL's send refusals (notifynl-contract.md, Errors), with the status, error type and
+# message its code raises (app/notifications/validators.py, process_notifications.py,
+# app/authentication/auth.py), switched on at run time through /_sim/weigering.
+REFUSALS: dict[str, tuple[int, str, str]] = {
+    "ongeldig-adres": (400, "ValidationError", "email_address Not a valid email address"),
+    "missing-personalisation": (400, "BadRequestError", "Missing personalisation: {velden}"),
+    "te-lang": (
+        400,
+        "BadRequestError",
+        "Emails cannot be longer than 2000000 bytes. Your message is 2000001 bytes.",
+    ),
+    "template-niet-gevonden": (400, "BadRequestError", "Template not found"),
+    "template-verwijderd": (400, "BadRequestError", "Template has been deleted"),
+    "template-ongeschikt": (
+        400,
+        "BadRequestError",
+        "sms template is not suitable for email notification",
+    ),
+    "team-only": (
+        400,
+        "BadRequestError",
+        "Can\u2019t send to this recipient using a team-only API key",
+    ),
+    "trial-mode": (
+        400,
+        "BadRequestError",
+        "Can\u2019t send to this recipient when service is in trial mode \u2013 see "
+        "https://www.notifications.service.gov.uk/trial-mode",
+    ),
+    "geen-email-recht": (400, "BadRequestError", "Service is not allowed to send emails"),
+    "ongeldig-verzoek": (400, "ValidationError", "template_id is not a valid UUID"),
+    "onbekend": (400, "BadRequestError", "A refusal no table of NotifyNL's errors names"),
+    "klok": (403, "AuthError", "Error: Your system clock must be accurate to within 30 seconds"),
+}
 SEND_PATH = "/v2/notifications/email"
 # Callbacks under way at once. httpx's pool scans every queued request on each change, so
 # thousands of callbacks waiting in it (a receiver that is slow or down for a while) would
@@ -105,6 +144,42 @@ class Faults:
         faults = cls(**{k: v for k, v in data.items() if k != "error_rate"})
         faults.error_rate = {int(k): float(v) for k, v in (data.get("error_rate") or {}).items()}
         return faults
+
+
+@dataclass
+class Weigering:
+    """A refusal switched on at run time: every send (of `template_ids` / `service_ids` when
+    given) is answered with REFUSALS[`soort`]; `velden` fills Missing personalisation's list."""
+
+    soort: str
+    template_ids: list[str] = field(default_factory=list)
+    service_ids: list[str] = field(default_factory=list)
+    velden: list[str] = field(default_factory=lambda: ["naam"])
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Weigering":
+        unknown = set(data) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ValueError(f"unknown refusal settings: {sorted(unknown)}")
+        if data.get("soort") not in REFUSALS:
+            raise ValueError(f"soort must be one of {sorted(REFUSALS)}")
+        return cls(**data)
+
+    def applies(self, body: dict[str, Any], service_id: str) -> bool:
+        return (not self.template_ids or body.get("template_id") in self.template_ids) and (
+            not self.service_ids or service_id in self.service_ids
+        )
+
+    def response(self) -> JSONResponse:
+        status_code, error, message = REFUSALS[self.soort]
+        return _error(status_code, error, message.format(velden=", ".join(self.velden)))
+
+
+# A send to one of these local parts is refused as if its template had changed: NotifyNL
+# renders a template's latest version, and the edited one needs a field the request lacks.
+LOCAL_PART_REFUSALS = {
+    "sjabloon-gewijzigd": Weigering("missing-personalisation", velden=["kenmerk"]),
+}
 
 
 @dataclass
@@ -162,6 +237,7 @@ class NotifySim:
 
     def reset(self) -> None:
         self.faults = Faults()
+        self.weigeringen: list[Weigering] = []
         self.offset_s = 0.0
         self.notifications: dict[str, dict[str, Any]] = {}
         # The ids per reference: a lookup by reference (every re-claim makes one) must not
@@ -216,6 +292,7 @@ class NotifySim:
             Route("/_sim/callbacks", self._callbacks, methods=["GET"]),
             Route("/_sim/reset", self._reset, methods=["POST"]),
             Route("/_sim/forget", self._forget, methods=["POST"]),
+            Route("/_sim/weigering", self._weigering, methods=["GET", "POST", "DELETE"]),
         ]
 
     @contextlib.asynccontextmanager
@@ -302,6 +379,11 @@ class NotifySim:
         if templates and body["template_id"] not in templates.get(service_id, ()):
             entry["status"] = 400
             return _error(400, "BadRequestError", "Template not found")
+        weigering = self._refusal(body, service_id)
+        if weigering is not None:
+            response = weigering.response()
+            entry["status"], entry["weigering"] = response.status_code, weigering.soort
+            return response
         notification = self._accept(body, service_id)
         accept_timeout = self.faults.accept_timeout_rate
         if accept_timeout and self.random.random() < accept_timeout:
@@ -631,6 +713,27 @@ class NotifySim:
         if request.query_params.get("summary"):  # a long run polls this: no list
             return JSONResponse({"pending_tasks": pending, "callbacks": len(self.callbacks)})
         return JSONResponse({"pending_tasks": pending, "callbacks": self.callbacks})
+
+    # ---------------------------------------------------------------- refusals
+
+    def _refusal(self, body: dict[str, Any], service_id: str) -> Weigering | None:
+        """The first refusal switched on that applies to this send (its answer, and the
+        request log's `weigering`), or None."""
+        for weigering in self.weigeringen:
+            if weigering.applies(body, service_id):
+                return weigering
+        return LOCAL_PART_REFUSALS.get(_outcome_prefix(str(body.get("email_address", ""))))
+
+    async def _weigering(self, request: Request) -> Response:
+        """POST one refusal (added to those on), DELETE all, GET the list."""
+        if request.method == "POST":
+            try:
+                self.weigeringen.append(Weigering.from_json(await request.json()))
+            except (ValueError, TypeError) as problem:
+                return JSONResponse({"error": str(problem)}, status_code=400)
+        elif request.method == "DELETE":
+            self.weigeringen = []
+        return JSONResponse([asdict(w) for w in self.weigeringen])
 
     async def _reset(self, request: Request) -> Response:
         self.reset()

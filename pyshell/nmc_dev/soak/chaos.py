@@ -9,6 +9,11 @@
   re-claimed after their lease runs out, and that is NMC time, not wall-clock time. The
   same move also expires the lease of a live worker that is slow, with a call in flight:
   the other way a duplicate e-mail can happen;
+* NotifyNL's refusals, one window after the other (`ChaosPlan.refusals`), each switched on
+  once `refusal_due(at)` holds (a share of the intake accepted) and off after its length:
+  the key made team-only (our configuration: the sends wait and go out after the switch
+  back), then a berichttype's template "edited" (Missing personalisation for its template:
+  its notifications end technisch-mislukt);
 * supervision: a part that exits without being killed is counted (a finding) and restarted.
 
 NotifyNL's faults (5xx, timeouts, duplicated, reordered and lost callbacks) are settings of
@@ -22,6 +27,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 import httpx
 import psycopg
@@ -37,6 +43,32 @@ CLOCK_TRIES = 20
 
 
 @dataclass(frozen=True)
+class RefusalWindow:
+    """NotifyNL answers sends with `weigering` (a /_sim/weigering body) for `length_s`,
+    from the moment `at` of the intake is accepted."""
+
+    weigering: dict[str, Any]
+    at: float
+    length_s: float
+
+
+# The key made team-only for a while (every service), then the besluit template "edited":
+# NotifyNL renders a send's latest template version, and that one wants a new field.
+REFUSALS = (
+    RefusalWindow({"soort": "team-only"}, at=0.2, length_s=6.0),
+    RefusalWindow(
+        {
+            "soort": "missing-personalisation",
+            "template_ids": ["b0b0b0b0-0000-4000-8000-000000000002"],
+            "velden": ["kenmerk"],
+        },
+        at=0.5,
+        length_s=4.0,
+    ),
+)
+
+
+@dataclass(frozen=True)
 class ChaosPlan:
     kill_every_s: tuple[float, float] = (2.0, 5.0)
     clock_every_s: float = 4.0
@@ -46,6 +78,7 @@ class ChaosPlan:
     # PostgreSQL stays down this long between its fast shutdown and its start: well beyond
     # the API's pool wait (10 s), so intake meets 503s and not only slow answers.
     postgres_down_s: float = 15.0
+    refusals: tuple[RefusalWindow, ...] = REFUSALS
     seed: int | None = None
 
 
@@ -63,6 +96,7 @@ class ChaosFigures:
     postgres_restart_error: str | None = None
     jumps: list[str] = field(default_factory=list)  # the phases' own clock moves
     clock_errors: int = 0  # NotifyNL clock moves that failed after they may have applied
+    refusal_windows: list[str] = field(default_factory=list)  # "team-only 6.0 s"
 
 
 class Chaos:
@@ -72,11 +106,15 @@ class Chaos:
         plan: ChaosPlan,
         note: Callable[[str], None],
         postgres_due: Callable[[], bool],
+        refusal_due: Callable[[float], bool] = lambda at: False,
     ) -> None:
         self.stack = stack
         self.plan = plan
         self.note = note
         self.postgres_due = postgres_due
+        self.refusal_due = refusal_due
+        self._refusals = list(plan.refusals)  # still to come, in order
+        self._refusal_since: float | None = None  # the window now on
         self.figures = ChaosFigures()
         self.dice = random.Random(plan.seed)  # noqa: S311 - chaos, not secrets
         self.kills_on = threading.Event()
@@ -103,6 +141,8 @@ class Chaos:
         self._thread.join(timeout=120)
         self._postgres_thread.join(timeout=120)
         self._end_outage()
+        if self._refusal_since is not None:
+            self._end_refusal()
 
     def calm(self) -> None:
         """No more kills or outages (the final phase); the clock keeps moving, so what the
@@ -166,6 +206,7 @@ class Chaos:
                     self.figures.clock_moves += 1
                     self.figures.clock_moved += self.plan.clock_step
                 next_clock = time.monotonic() + self.plan.clock_every_s
+            self._refusal_window(now)
             if not self.kills_on.is_set():
                 self._end_outage()
                 continue
@@ -177,6 +218,40 @@ class Chaos:
             elif self._outage_until is not None and now >= self._outage_until:
                 self._end_outage()
                 next_outage = time.monotonic() + self.dice.uniform(*self.plan.outage_every_s)
+
+    # ------------------------------------------------------------------ NotifyNL's refusals
+
+    def _refusal_window(self, now: float) -> None:
+        """Switch the next refusal on when its moment has come, and off after its length."""
+        if self._refusal_since is not None:
+            if now - self._refusal_since >= self._refusals[0].length_s:
+                self._end_refusal()
+        elif self._refusals and self.refusal_due(self._refusals[0].at):
+            window = self._refusals[0]
+            try:
+                httpx.post(
+                    self.stack.notifynl_url + "/_sim/weigering", json=window.weigering, timeout=30
+                ).raise_for_status()
+            except httpx.HTTPError as error:
+                self.note(f"NotifyNL refusal {window.weigering['soort']} not switched on: "
+                          f"{error!r}")  # fmt: skip
+                self._refusals.pop(0)
+                return
+            self._refusal_since = time.monotonic()
+            self.note(f"NotifyNL refuses sends: {window.weigering['soort']} "
+                      f"for {window.length_s:.0f} s")  # fmt: skip
+
+    def _end_refusal(self) -> None:
+        window = self._refusals.pop(0)
+        for _ in range(CLOCK_TRIES):
+            try:
+                httpx.delete(self.stack.notifynl_url + "/_sim/weigering", timeout=30)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        length = time.monotonic() - (self._refusal_since or time.monotonic())
+        self._refusal_since = None
+        self.figures.refusal_windows.append(f"{window.weigering['soort']} {length:.1f} s")
 
     def _supervise(self) -> None:
         for name, child in self.stack.children.items():

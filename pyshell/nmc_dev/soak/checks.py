@@ -346,6 +346,61 @@ def duplicates(counts: InFlight, sends_per_reference: Mapping[str, int]) -> list
 # Personal data and processes
 
 
+# ---------------------------------------------------------------------------------------
+# NotifyNL's refusals switched on for a while (nmc_dev.soak.chaos): a team-only key is our
+# configuration (the sends wait and go out after the switch back, never onbereikbaar); a
+# template edited after the intake (Missing personalisation) ends its notifications
+# technisch-mislukt.
+
+TEAM_ONLY = "team-only"
+TEMPLATE_EDIT = "missing-personalisation"
+
+
+def refusals(
+    refused: Mapping[str, set[str]],
+    accepted_per_reference: Mapping[str, int],
+    attempt_of: Mapping[str, str],
+    notificaties: Mapping[str, NotificatieRow],
+) -> list[Verdict]:
+    """`refused`: per attempt (NotifyNL's reference) the refusals NotifyNL answered its sends
+    with. An attempt NotifyNL accepted later went out: whatever its outcome, it is NotifyNL's
+    verdict on the e-mail (a refusal whose commit was lost is sent again by the re-claim)."""
+    onbereikbaar = Verdict("a team-only key never makes a notification onbereikbaar")
+    out = Verdict("the sends a team-only key refused go out after the switch back")
+    edited = Verdict("a template edited after the intake ends its notifications technisch-mislukt")
+    team = edit = 0
+    for reference, kinds in sorted(refused.items()):
+        if accepted_per_reference.get(reference):
+            team += TEAM_ONLY in kinds
+            edit += TEMPLATE_EDIT in kinds
+            continue
+        row = notificaties.get(attempt_of.get(reference, ""))
+        final = f"{row.status}/{row.reden or '-'}" if row else "not in the database"
+        where = f"{row.id}: {final}" if row else f"attempt {reference}: {final}"
+        if TEAM_ONLY in kinds:
+            team += 1
+            if row is not None and (row.status, row.reden) == ("niet-bezorgbaar", "onbereikbaar"):
+                onbereikbaar.violation(where)
+            # Expired while deferred, or refused again in the template's window after it.
+            ended = row is not None and (
+                row.status == "verlopen"
+                or (TEMPLATE_EDIT in kinds and row.status == "technisch-mislukt")
+            )
+            if not ended:
+                out.violation(where)
+        if TEMPLATE_EDIT in kinds:
+            edit += 1
+            if row is None or (row.status, row.reden) not in (
+                ("technisch-mislukt", "technisch"),
+                ("verlopen", "verlopen"),
+            ):
+                edited.violation(where)
+    onbereikbaar.figure = f"{team} sends refused for a team-only key"
+    out.figure = f"{team - out.count} of {team} went out (or expired while deferred)"
+    edited.figure = f"{edit} sends refused as Missing personalisation, {edited.count} not final"
+    return [onbereikbaar, out, edited]
+
+
 def privacy(findings: Iterable[Finding], places: int) -> Verdict:
     verdict = Verdict("no personal data in any process's log (nor LDV, metrics, task errors)")
     for finding in findings:

@@ -53,6 +53,7 @@ class DatabaseEvidence:
     tasks: list[tuple[str, str, int]]  # (kind, state, count)
     task_errors: list[str]
     duplicate_ids: int  # NotifyNL ids recorded as duplicates on attempts
+    attempt_of: dict[str, str] = field(default_factory=dict)  # attempt -> its notification
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,8 @@ class SimEvidence:
     duplicated_callbacks: int  # receipts sent more than once
     profielservice_answers: Counter[str]
     ldv_records: list[Any]
+    # Per attempt the refusals switched on at NotifyNL (/_sim/weigering) its sends met.
+    refused: dict[str, set[str]] = field(default_factory=dict)
 
 
 def read_database(url: str) -> DatabaseEvidence:
@@ -91,9 +94,16 @@ def read_database(url: str) -> DatabaseEvidence:
         send_epochs = dict(conn.execute(QUERIES["soak_send_claims"]).fetchall())
         tasks = [(s, st, int(n)) for s, st, n in conn.execute(QUERIES["soak_tasks"])]
         task_errors = [row[0] for row in conn.execute(QUERIES["soak_task_errors"])]
-        duplicate_ids = sum(row[2] for row in conn.execute(QUERIES["soak_attempts"]))
+        attempts = conn.execute(QUERIES["soak_attempts"]).fetchall()
     return DatabaseEvidence(
-        notificaties, events, allowed, send_epochs, tasks, task_errors, duplicate_ids
+        notificaties,
+        events,
+        allowed,
+        send_epochs,
+        tasks,
+        task_errors,
+        duplicate_ids=sum(row[2] for row in attempts),
+        attempt_of={row[0]: row[1] for row in attempts},
     )
 
 
@@ -143,6 +153,10 @@ def read_simulators(notifynl_url: str, profielservice_url: str, ldv_url: str) ->
     sends = [r for r in requests if r["method"] == "POST" and r["path"].endswith("/email")]
     lookups = [r for r in requests if r["method"] == "GET" and r.get("reference")]
     per_notification = Counter(c["notification_id"] for c in callbacks if c["result"] != "lost")
+    refused: dict[str, set[str]] = {}
+    for r in sends:
+        if r.get("weigering") and r.get("reference"):
+            refused.setdefault(r["reference"], set()).add(r["weigering"])
     return SimEvidence(
         accepted_per_reference={k: int(v) for k, v in sent["per_reference"].items() if k},
         send_answers=Counter(str(r["status"]) for r in sends),
@@ -152,6 +166,7 @@ def read_simulators(notifynl_url: str, profielservice_url: str, ldv_url: str) ->
         duplicated_callbacks=sum(1 for n in per_notification.values() if n > 1),
         profielservice_answers=Counter(str(r["status"] or "hung") for r in profiel),
         ldv_records=ldv if isinstance(ldv, list) else ldv.get("records", []),
+        refused=refused,
     )
 
 

@@ -8,7 +8,8 @@
    worker's timeout), 30% of callbacks duplicated, all reordered, 5% lost.
 3. A feed consumer per DV starts and runs to the end; the chaos starts (nmc_dev.soak.chaos):
    worker SIGKILLs, Profielservice outages, the clock past the lease every few seconds,
-   and once 40% of the intake is accepted, a PostgreSQL restart (fast shutdown).
+   once 40% of the intake is accepted, a PostgreSQL restart (fast shutdown), and NotifyNL's
+   refusals for a while: a team-only key from 20%, a template edit from 50%.
 4. Submit every notification over the API (nmc_client; singles and batches, both regies,
    every DV); wait until the pipeline is quiet.
 5. The clock walks through reconciliation (+1 h 5 min, +5 h, +18 h) and then a day at a
@@ -190,6 +191,9 @@ class Soak:
             ChaosPlan(seed=options.seed),
             note,
             postgres_due=lambda: self.intake is not None and self.intake.accepted >= restart_at,
+            refusal_due=lambda at: (
+                self.intake is not None and self.intake.accepted >= at * options.count
+            ),
         )
         self.chaos.start()
         failure = None
@@ -412,6 +416,8 @@ class Soak:
             checks.privacy(privacy.scan(outputs, self.work.personal), len(outputs)),
             checks.processes(self.chaos.figures.unexpected_exits,
                              self.chaos.figures.restart_failures),
+            *checks.refusals(sims.refused, sims.accepted_per_reference, database.attempt_of,
+                             database.notificaties),
         ]  # fmt: skip
         if failure:
             verdicts.insert(0, checks.Verdict("every phase finished in time", count=1,
@@ -458,6 +464,11 @@ class Soak:
             + (f"; {f.clock_errors} NotifyNL clock moves uncertain" if f.clock_errors else ""),
             f"PostgreSQL restart (fast shutdown, {self.chaos.plan.postgres_down_s:.0f} s down, "
             f"start): {restart}",
+            f"NotifyNL refusals switched on: {', '.join(f.refusal_windows) or 'none'}; "
+            f"{sum(1 for k in sims.refused.values() if 'team-only' in k)} attempts refused "
+            "for a team-only key, "
+            f"{sum(1 for k in sims.refused.values() if 'missing-personalisation' in k)} as "
+            "Missing personalisation",
             f"NotifyNL: {sum(sims.send_answers.values())} send calls, answers "
             f"{_figures(sims.send_answers)}; {sims.lookups} lookups by reference; "
             f"{sum(sims.accepted_per_reference.values())} e-mails accepted for "
