@@ -40,17 +40,19 @@ SELECT is(
     'the day the count is of'
 );
 
--- The previous release's form: the same report without the new columns.
+-- The previous release's form: the same report without the new columns, and to be sent
+-- only for what that release's worker can put in it (unacknowledged statuses, the share).
 SELECT results_eq(
     format('SELECT b.* FROM nmc.begin_beheerrapport(%s, %s, 0.3) AS b', :taak_id, :claim_epoch),
     format(
         'SELECT b.rapport_id, b.dv_id, b.oin, b.naam, b.kanaal, b.dag, b.onbevestigd,
                 b.afgekapt, b.oudste, b.bevestigingstermijn, b.notificatie_ids, b.aandeel,
-                b.drempel, b.boven_drempel, b.te_melden, b.afgerond, b.template_id,
+                b.drempel, b.boven_drempel,
+                b.te_melden AND (b.onbevestigd > 0 OR b.boven_drempel), b.afgerond, b.template_id,
                 b.notify_service, b.budget
          FROM nmc.begin_beheerrapport_v2(%s, %s, 0.3) AS b', :taak_id, :claim_epoch
     ),
-    'nmc.begin_beheerrapport answers as nmc.begin_beheerrapport_v2'
+    'nmc.begin_beheerrapport answers as nmc.begin_beheerrapport_v2, without what it cannot report'
 );
 SELECT throws_ok(
     format('SELECT * FROM nmc.begin_beheerrapport_v2(%s, %s, 0.3)', :taak_id, :claim_epoch + 1),
