@@ -364,6 +364,14 @@ SELECT nmc.force_transition(
     %(toelichting)s::text, %(door)s::text
 ) AS versie
 
+-- admin_bewijs_sleutel_bewaring --
+-- `nmc admin keys afleverbewijs activate`: the database clock (a retired key's retiredAt) and
+-- how long a retired proof key stays published: the delivery-proof retention plus a day.
+SELECT
+    nmc.now() AS nu,
+    pg_catalog.date_part('epoch', i.bewijs_bewaartermijn + interval '1 day') AS bewaar_seconden
+FROM nmc.instellingen AS i
+
 -- admin_kek_status --
 -- Live keys per KEK, the re-wrap target of maintenance and when it was first reported active.
 SELECT k.kek_id, k.sleutels, k.doel, k.actief_gemeld_op FROM nmc.kek_status_v2() AS k
