@@ -1,0 +1,24 @@
+-- Erasure clears the keyed payload HMAC too (issue 23 item 18). The payload pepper is on every
+-- API pod: with it and the database (or a backup) anyone could still confirm a guessed
+-- recipient of an erased notification, for as long as its row is kept (the delivery-proof
+-- retention). The HMAC serves idempotency only (same dvRef, same payload); after the erase
+-- term a re-submit of the dvRef cannot be judged and is answered as another payload (409
+-- NM007), as an erased row of version 0 already was. The dvRef HMAC stays: it keeps the
+-- dvRef taken for the row's retention.
+
+ALTER TABLE nmc.notificatie DROP CONSTRAINT notificatie_payload_hash_aanwezig;
+
+UPDATE nmc.notificatie SET payload_hash = NULL
+WHERE gewist_op IS NOT NULL AND payload_hash IS NOT NULL;
+
+-- Only an erased row is without its payload hash.
+ALTER TABLE nmc.notificatie ADD CONSTRAINT notificatie_payload_hash_aanwezig CHECK (
+    payload_hash IS NOT NULL OR gewist_op IS NOT NULL
+);
+
+COMMENT ON COLUMN nmc.notificatie.payload_hash IS
+'For idempotent replays (same dvRef, same payload): HMAC-SHA256 of the canonical request '
+'under the payload pepper of payload_pepper_versie (nmc.crypto.payload_hmac). Version 0: '
+'the unkeyed SHA-256 of a row accepted before the payload pepper. Set to NULL when the row '
+'is erased, keyed or not (a replay of it is then answered as another payload): kept, it '
+'would let the holder of the pepper confirm a guessed recipient.';
