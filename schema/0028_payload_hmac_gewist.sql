@@ -22,3 +22,26 @@ COMMENT ON COLUMN nmc.notificatie.payload_hash IS
 'the unkeyed SHA-256 of a row accepted before the payload pepper. Set to NULL when the row '
 'is erased, keyed or not (a replay of it is then answered as another payload): kept, it '
 'would let the holder of the pepper confirm a guessed recipient.';
+
+-- A per-DV call rate for the delivery proof and the history (issue 23 item 12): each proof is
+-- signed and each answer writes an LDV record. Counted like the feed's calls
+-- (nmc.feedaanroep), in a table of their own so that a DV polling its feed does not use up
+-- its proofs, nor the other way round.
+
+ALTER TABLE nmc.instellingen
+ADD COLUMN bewijs_aanroepen_per_minuut integer NOT NULL DEFAULT 600
+CHECK (bewijs_aanroepen_per_minuut > 0);
+COMMENT ON COLUMN nmc.instellingen.bewijs_aanroepen_per_minuut IS
+'Per DV, how many delivery-proof and history calls a minute are answered; beyond it 429 '
+'aanroeplimiet-overschreden with Retry-After (nmc.take_bewijs_aanroep).';
+
+CREATE TABLE nmc.bewijsaanroep (
+    dv_id integer NOT NULL REFERENCES nmc.dienstverlener (dv_id),
+    venster_start timestamptz NOT NULL,
+    aantal integer NOT NULL CHECK (aantal >= 0),
+    PRIMARY KEY (dv_id, venster_start)
+);
+COMMENT ON TABLE nmc.bewijsaanroep IS
+'Delivery-proof and history calls per DV per one-minute window, for their call rate (429 '
+'aanroeplimiet-overschreden). Retention: windows older than an hour are removed by '
+'maintenance (nmc.delete_expired).';

@@ -56,6 +56,7 @@ BEGIN
     GET DIAGNOSTICS v_vensters = ROW_COUNT;
     DELETE FROM nmc.verzendbudget AS b WHERE b.venster_start < v_nu - INTERVAL '1 day';
     DELETE FROM nmc.feedaanroep AS f WHERE f.venster_start < v_nu - INTERVAL '1 hour';
+    DELETE FROM nmc.bewijsaanroep AS f WHERE f.venster_start < v_nu - INTERVAL '1 hour';
 
     RETURN pg_catalog.jsonb_build_object(
         'notificaties', v_notificaties, 'taken', v_taken, 'quotumvensters', v_vensters,

@@ -366,7 +366,9 @@ class Soak:
             self.metrics_text = http.get(stack.api_url + "/metrics").text
         for name in stack.worker_names:  # their logs are complete, nothing moves
             stack.stop_child(name)
-        # Every terminal notification's delivery proof, as its DV fetches and verifies it.
+        # Every terminal notification's delivery proof, as its DV fetches and verifies it
+        # (all at once: the proof call rate is lifted for it).
+        evidence.lift_proof_call_rate(stack.admin_url)
         bewijzen = proofs.fetch(
             stack.api_url + "/api/nmc/v1",
             {oin: list(c.held()) for oin, c in self.consumers.items()},
