@@ -45,3 +45,32 @@ COMMENT ON TABLE nmc.bewijsaanroep IS
 'Delivery-proof and history calls per DV per one-minute window, for their call rate (429 '
 'aanroeplimiet-overschreden). Retention: windows older than an hour are removed by '
 'maintenance (nmc.delete_expired).';
+
+-- The re-wrap target follows the workers, not one of them (issue 23 item 14). Before, the
+-- first report of a KEK by any worker made it the target at once, so one worker with a new
+-- ring moved every key to a KEK the others may not hold. Now each worker's last report is
+-- kept (nmc.kek_melding), and the target moves to a newer KEK only when every worker that
+-- reported lately reports that one (nmc.herwrap_doel_bijwerken); nmc.kek.doel_sinds says
+-- when a KEK became the target.
+
+ALTER TABLE nmc.kek ADD COLUMN doel_sinds timestamptz;
+COMMENT ON COLUMN nmc.kek.doel_sinds IS
+'When this KEK became the re-wrap target (NULL: never); the target is the one that became it '
+'last (nmc.herwrap_doel).';
+
+-- The target as it was: the KEK first reported most recently.
+UPDATE nmc.kek AS k SET doel_sinds = k.actief_gemeld_op
+WHERE k.kek_id = (
+    SELECT x.kek_id FROM nmc.kek AS x ORDER BY x.actief_gemeld_op DESC, x.kek_id DESC LIMIT 1
+);
+
+CREATE TABLE nmc.kek_melding (
+    eigenaar text PRIMARY KEY CHECK (pg_catalog.length(eigenaar) BETWEEN 1 AND 200),
+    kek_id text NOT NULL REFERENCES nmc.kek (kek_id),
+    gemeld_op timestamptz NOT NULL
+);
+COMMENT ON TABLE nmc.kek_melding IS
+'Per worker (its lease owner name; a worker of the previous release per KEK it reports), '
+'the KEK it last reported as the active one of its ring and when (an id, never key '
+'material). Retention: reports older than a day are removed at the next report (a few '
+'rows).';

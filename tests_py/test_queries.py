@@ -99,7 +99,7 @@ def test_worker_ready_checks_every_function_the_worker_calls(conn: psycopg.Conne
     from nmc.queries import worker_functions
 
     functions = worker_called_functions()
-    assert {"claim_verzenden", "finish_herwrap", "ensure_onderhoud"} <= set(functions)
+    assert {"claim_verzenden", "finish_herwrap", "ensure_onderhoud_v2"} <= set(functions)
     # What the worker derives at start-up from its sections is what its code sends.
     assert functions == list(worker_functions())
     with conn.transaction(force_rollback=True):

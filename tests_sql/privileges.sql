@@ -80,6 +80,8 @@ SELECT set_eq(
         ('nmc.list_rewrap(text,integer)'),
         ('nmc.store_rewrap(uuid[],text[],bytea[],text)'),
         ('nmc.ensure_onderhoud(text)'),
+        ('nmc.ensure_onderhoud_v2(text,text)'),
+        ('nmc.kek_ids_levend()'),
         ('nmc.run_onderhoud(bigint,integer)'),
         ('nmc.list_herwrap(bigint,integer,text,integer)'),
         ('nmc.finish_herwrap(bigint,integer,uuid[],text[],bytea[],text,text,uuid)'),
@@ -168,7 +170,7 @@ SELECT set_eq(
              ('resume_webhook_beheer'), ('ensure_beheerrapporten'), ('begin_beheerrapport'),
              ('finish_beheerrapport'), ('claim_terugkoppelen_v2'), ('record_webhookvalidatie'),
              ('ensure_onderhoud'), ('run_onderhoud'), ('list_herwrap'), ('finish_herwrap'),
-             ('set_event_partitie_breedte')$$,
+             ('set_event_partitie_breedte'), ('ensure_onderhoud_v2'), ('kek_ids_levend')$$,
     'exactly the API functions run as SECURITY DEFINER'
 );
 SELECT ok(

@@ -10,7 +10,7 @@ SELECT tables_are(
         'bevestiging', 'webhookpositie', 'cluster_epoch', 'klok', 'notify_service',
         'instellingen', 'teller', 'feedaanroep', 'bewijsaanroep',
         'beheeractie', 'receiptgeschiedenis', 'vaststelling', 'beheerrapport',
-        'webhookvalidatie', 'onderhoudswerk', 'kek'
+        'webhookvalidatie', 'onderhoudswerk', 'kek', 'kek_melding'
     ],
     'nmc holds the tables of SPEC §3 (plus quota, partitions, clock, services, settings)'
 );

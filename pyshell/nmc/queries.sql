@@ -401,8 +401,13 @@ SELECT nmc.delete_expired(%(batch)s::integer) AS verwijderd
 SELECT nmc.process_wissen(%(batch)s::integer) AS aantal
 
 -- ensure_onderhoud --
--- One open task per maintenance job; registers the worker's active KEK (an id only).
-SELECT nmc.ensure_onderhoud(%(kek_actief)s::text) AS gepland
+-- One open task per maintenance job; records the worker's active KEK (an id only), by the
+-- worker's name: the re-wrap target moves once every live worker reports a newer one.
+SELECT nmc.ensure_onderhoud_v2(%(kek_actief)s::text, %(eigenaar)s::text) AS gepland
+
+-- kek_ids_levend --
+-- At start-up: the KEKs that still wrap live data keys; the worker's ring must hold them all.
+SELECT k AS kek_id FROM nmc.kek_ids_levend() AS k
 
 -- run_onderhoud --
 SELECT nmc.run_onderhoud(%(taak_id)s::bigint, %(claim_epoch)s::integer) AS uitkomst
