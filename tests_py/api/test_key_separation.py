@@ -183,3 +183,21 @@ def test_activate_keeps_retired_keys_for_the_databases_retention(api_env, conn, 
     conn.execute("SELECT nmc.advance_clock('2 days')")
     write_ring_document(ring_file, proof_keys.add_key(read_ring_document(ring_file), "k4"))
     assert activate("k4") == {"k2", "k3"}
+
+
+def test_the_cli_writes_the_rings_public_keys_and_keys_init_too(tmp_path, capsys):
+    from nmc.admin.onboarding import init_secrets
+    from nmc.cli import main as nmc_main
+    from nmc.webhook_signing import load_public_keys, load_signing_ring
+
+    init_secrets(tmp_path / "geheim")
+    ring = load_signing_ring(tmp_path / "geheim" / "webhook-signing.json")
+    written = load_public_keys(tmp_path / "geheim" / "webhook-public-keys.json")
+    assert written == ring.jwks()
+    assert "NMC_WEBHOOK_PUBLIC_KEYS_FILE=" in (tmp_path / "geheim" / "dev.env").read_text()
+    out = tmp_path / "publiek.json"
+    ring_file = tmp_path / "geheim" / "webhook-signing.json"
+    assert nmc_main(["admin", "keys", "webhook-public", "--file", str(ring_file),
+                     "--out", str(out)]) == 0  # fmt: skip
+    assert load_public_keys(out) == ring.jwks()
+    assert "PRIVATE" not in out.read_text()
