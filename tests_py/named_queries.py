@@ -13,18 +13,18 @@ each function and read each table the statement names. Nothing is executed.
 """
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
 from psycopg import sql
 
-ADMIN = "admin"
-_HEADER = re.compile(r"^-- (\w+) --$")
-_ROLE = re.compile(r"\brole (nmc_api|nmc_worker|nmc_console)\b|\b(admin) connection\b")
+# The parser is the package's own (the worker derives its readiness check from it).
+from nmc.queries import ADMIN, NamedQuery, read_named_queries
+
+__all__ = ["ADMIN", "NamedQuery", "read_named_queries"]
+
 _PARAMETER = re.compile(r"%\((\w+)\)[sbt]")
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
-_PREPARABLE = ("SELECT", "INSERT", "UPDATE", "DELETE", "WITH", "VALUES")
 _STRING = re.compile(r'"(\w+)"')
 _PACKAGE_ROLES = {
     ("nmc", "api"): "nmc_api",
@@ -33,63 +33,6 @@ _PACKAGE_ROLES = {
 }
 # What the {placeholders} of a preparable query stand for while it is checked.
 PLACEHOLDER_VALUES = {"partitie": "event"}
-
-
-@dataclass(frozen=True)
-class NamedQuery:
-    name: str
-    role: str  # nmc_api, nmc_worker, nmc_console or admin
-    text: str
-
-    @property
-    def statement(self) -> str:
-        """The query without its comment lines."""
-        lines = self.text.splitlines()
-        return "\n".join(line for line in lines if not line.lstrip().startswith("--")).strip()
-
-    @property
-    def preparable(self) -> bool:
-        """SELECT, INSERT, UPDATE, DELETE, WITH, VALUES: what PREPARE takes (SET, SHOW and
-        CREATE are utility statements)."""
-        return self.statement.split(None, 1)[0].upper() in _PREPARABLE
-
-
-def read_named_queries(text: str) -> list[NamedQuery]:
-    """Every `-- name --` query of `text` in order, with the role of its section."""
-    queries: list[NamedQuery] = []
-    role = query_role = ADMIN
-    name: str | None = None
-    body: list[str] = []
-    paragraph: list[str] = []
-
-    def end_query() -> None:
-        if name is not None:
-            queries.append(NamedQuery(name, query_role, "\n".join(body).strip()))
-
-    for line in [*text.splitlines(), ""]:
-        header = _HEADER.match(line)
-        if header:
-            body.extend(paragraph)
-            end_query()
-            name, query_role, body, paragraph = header.group(1), role, [], []
-            continue
-        if line.strip():
-            paragraph.append(line)
-            continue
-        # A blank line ends a paragraph: one of comments only, after the query's own
-        # lines, is the intro of the next section.
-        if (
-            paragraph
-            and all(part.startswith("--") for part in paragraph)
-            and (name is None or any(not part.startswith("--") for part in body))
-        ):
-            for match in _ROLE.finditer("\n".join(paragraph)):
-                role = match.group(1) or ADMIN
-        else:
-            body.extend(paragraph)
-        paragraph = []
-    end_query()
-    return queries
 
 
 def check_runs_as_role(conn: psycopg.Connection, query: NamedQuery) -> None:

@@ -152,9 +152,11 @@ def test_secret_files_are_the_ones_keys_init_writes(compose, services):
             if value.startswith(SECRETS_MOUNT):
                 referenced.add(value.removeprefix(SECRETS_MOUNT))
                 assert variable.endswith("_FILE"), f"{name}: {variable} holds a file path"
-        mounts = [str(v) for v in service.get("volumes") or []]
-        if any(value.startswith(SECRETS_MOUNT) for value in environment(service).values()):
-            assert f"./secrets:{SECRETS_MOUNT.rstrip('/')}:ro" in mounts, name
+        available = secret_files_mounted(service)
+        for value in environment(service).values():
+            if value.startswith(SECRETS_MOUNT):
+                file = value.removeprefix(SECRETS_MOUNT)
+                assert available is None or file in available, f"{name}: {file} not mounted"
     assert referenced, "no secret files referenced"
     missing = referenced - written
     assert not missing, f"not written by `nmc admin keys init`: {sorted(missing)}"
@@ -163,6 +165,37 @@ def test_secret_files_are_the_ones_keys_init_writes(compose, services):
     documented = re.search(r"`nmc (admin keys init [^`]*)`", text)
     assert documented, "the compose file does not say how to make ./secrets"
     assert parse_nmc(documented.group(1).split()).dir == Path("secrets")
+
+
+def secret_files_mounted(service: dict[str, Any]) -> set[str] | None:
+    """The files of ./secrets a service sees read-only at SECRETS_MOUNT: None for the whole
+    directory, else the files mounted one by one."""
+    mounts = [str(v) for v in service.get("volumes") or []]
+    if f"./secrets:{SECRETS_MOUNT.rstrip('/')}:ro" in mounts:
+        return None
+    files = set()
+    for mount in mounts:
+        source, _, rest = mount.partition(":")
+        target, _, mode = rest.partition(":")
+        if source.startswith("./secrets/") and target.startswith(SECRETS_MOUNT):
+            assert mode == "ro", f"{mount} is not read-only"
+            assert source.removeprefix("./secrets/") == target.removeprefix(SECRETS_MOUNT), mount
+            files.add(target.removeprefix(SECRETS_MOUNT))
+    return files
+
+
+def test_only_the_api_sees_the_proof_key_and_only_the_workers_the_webhook_key(services):
+    """Issue 23 item 3: the workers sign webhook calls, the API signs proofs and publishes the
+    webhook ring's public keys."""
+    [api] = by_command(services, "api")
+    [worker] = by_command(services, "worker")
+    api_files, worker_files = (secret_files_mounted(services[s]) for s in (api, worker))
+    assert api_files is not None and worker_files is not None, "a whole ./secrets is mounted"
+    assert "afleverbewijs-signing.json" in api_files - worker_files
+    assert "webhook-signing.json" in worker_files - api_files
+    assert "webhook-public-keys.json" in api_files
+    assert "NMC_WEBHOOK_SIGNING_KEYS_FILE" not in environment(services[api])
+    assert "NMC_AFLEVERBEWIJS_SIGNING_KEYS_FILE" not in environment(services[worker])
 
 
 def test_health_checks_ask_real_endpoints(services):

@@ -189,6 +189,39 @@ def test_secret_files_are_mounted_where_the_settings_point(documents):
         assert "secret" in volumes[mount["name"]], f"{name}: the mount is not a Secret"
 
 
+def mounted_secret_files(workload: dict[str, Any], container: dict[str, Any]) -> set[str] | None:
+    """The files of the Secret mounted at SECRETS_MOUNT (None: every key of the Secret)."""
+    mounts = {m["mountPath"]: m for m in container.get("volumeMounts", [])}
+    mount = mounts.get(SECRETS_MOUNT.rstrip("/"))
+    if mount is None:
+        return set()
+    volumes = {v["name"]: v for v in pod_spec(workload).get("volumes", [])}
+    items = volumes[mount["name"]]["secret"].get("items")
+    return None if items is None else {item["path"] for item in items}
+
+
+def test_only_the_api_holds_the_proof_key_and_only_the_worker_the_webhook_key(documents):
+    """Every worker signs webhook calls, the API signs proofs: a pod holds its own ring only,
+    the API the webhook ring's public keys (issue 23 item 3)."""
+    holders = {"afleverbewijs-signing.json": "api", "webhook-signing.json": "worker"}
+    seen = set()
+    for name, workload, container in containers(documents):
+        command = command_name(container["args"])
+        files = mounted_secret_files(workload, container)
+        assert files is not None, f"{name}: mounts the whole Secret (the other ring's key too)"
+        env = config_env(documents, container)
+        for secret, holder in holders.items():
+            if command != holder:
+                assert secret not in files, f"{name} mounts {secret}"
+                assert not any(v.endswith(secret) for v in env.values()), f"{name}: {secret}"
+            elif secret in files:
+                seen.add(secret)
+        if command == "api":
+            assert env.get("NMC_WEBHOOK_PUBLIC_KEYS_FILE", "").removeprefix(SECRETS_MOUNT) in files
+            assert "NMC_WEBHOOK_SIGNING_KEYS_FILE" not in env
+    assert seen == set(holders)
+
+
 def test_resources_are_requested_and_limited(documents):
     for name, _, container in containers(documents):
         resources = container.get("resources", {})

@@ -67,3 +67,51 @@ def test_every_development_query_prepares_as_admin(conn: psycopg.Connection):
     queries = read_named_queries(queries_text("nmc_dev"))
     assert {query.role for query in queries} == {"admin"}
     assert check_every_query(conn, queries, {}) == []
+
+
+_NMC_CALL = re.compile(r"\bnmc\.([a-z_][a-z0-9_]*)\s*\(")
+
+
+def worker_called_functions() -> list[str]:
+    """The nmc functions the worker's queries call: every query its code sends (as
+    roles_in_code finds them) and every query of its sections, worker_ready itself aside."""
+    queries = read_named_queries(queries_text())
+    sent = {n for n, roles in roles_in_code(PYSHELL, set(QUERIES)).items() if "nmc_worker" in roles}
+    names = set()
+    for query in queries:
+        if query.name != "worker_ready" and (query.role == "nmc_worker" or query.name in sent):
+            names.update(_NMC_CALL.findall(query.statement))
+    return sorted(names)
+
+
+def worker_ready_as_worker(conn: psycopg.Connection) -> bool:
+    from nmc.worker.ops_http import readiness_params
+
+    conn.execute("SET LOCAL ROLE nmc_worker")
+    [(ready,)] = conn.execute(QUERIES["worker_ready"], readiness_params()).fetchall()
+    conn.execute("RESET ROLE")
+    return ready
+
+
+def test_worker_ready_checks_every_function_the_worker_calls(conn: psycopg.Connection):
+    """Issue 23 item 15: a function any worker query calls that is gone (or not the
+    worker's to execute) makes the worker unready, not only the first few."""
+    from nmc.queries import worker_functions
+
+    functions = worker_called_functions()
+    assert {"claim_verzenden", "finish_herwrap", "ensure_onderhoud_v2"} <= set(functions)
+    # What the worker derives at start-up from its sections is what its code sends.
+    assert functions == list(worker_functions())
+    with conn.transaction(force_rollback=True):
+        assert worker_ready_as_worker(conn) is True
+    for name in functions:
+        with conn.transaction(force_rollback=True):
+            for (oid,) in conn.execute(
+                "SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc AS p"
+                " WHERE p.pronamespace = 'nmc'::regnamespace AND p.proname = %s",
+                (name,),
+            ).fetchall():
+                conn.execute(f"ALTER FUNCTION {oid} RENAME TO weg_{name}")
+            if name == "now":
+                continue  # the readiness query itself fails: the database answer is 503
+            assert worker_ready_as_worker(conn) is False, f"ready without nmc.{name}"

@@ -129,7 +129,9 @@ SELECT is(
     'the old signature cannot judge a keyed row: another payload, never a silent replay'
 );
 
--- Erasure: the unkeyed hash goes with the data key; a keyed one stays.
+-- Erasure: the payload hash goes with the data key, unkeyed or keyed: the payload pepper is on
+-- every pod, so a kept HMAC would let anyone with it and the database confirm a guessed
+-- recipient for as long as the row is kept (issue 23 item 18).
 SELECT pg_temp.naar_status(:'oud', 'niet-bezorgbaar');
 SELECT pg_temp.naar_status(:'id', 'niet-bezorgbaar');
 SELECT nmc.advance_clock('7 days');
@@ -140,13 +142,13 @@ SELECT results_eq(
          WHERE id IN (%L, %L) ORDER BY id = %L',
         :'id', :'oud', :'id', :'id'
     ),
-    $$VALUES (false, NULL::bytea, 0::smallint), (true, pg_temp.b32('hmac3-a'), 3::smallint)$$,
-    'erasure clears the unkeyed SHA-256 and keeps the keyed HMAC'
+    $$VALUES (false, NULL::bytea, 0::smallint), (true, NULL::bytea, 3::smallint)$$,
+    'erasure clears the unkeyed SHA-256 and the keyed HMAC'
 );
-SELECT results_eq(
-    $$SELECT notificatie_id, nieuw FROM pg_temp.v2('{ref-a}', '{hmac3-a}')$$,
-    format('VALUES (%L::uuid, false)', :'id'),
-    'an erased notification with a keyed HMAC is still recognised as a replay'
+SELECT is(
+    pg_temp.fout($$SELECT pg_temp.v2('{ref-a}', '{hmac3-a}')$$),
+    'NM007:0',
+    'a re-submit of an erased notification''s dvRef cannot be judged: another payload (409)'
 );
 SELECT is(
     pg_temp.fout($$SELECT pg_temp.v2('{ref-oud}', '{hmac3-o}')$$),
@@ -159,10 +161,13 @@ SELECT is(
     'not even with the unkeyed hash'
 );
 SELECT throws_ok(
-    format('UPDATE nmc.notificatie SET payload_hash = NULL WHERE id = %L', :'id'),
+    format(
+        'UPDATE nmc.notificatie SET payload_hash = NULL WHERE id = %L',
+        (SELECT v.notificatie_id FROM pg_temp.v2('{ref-c}', '{hmac3-c}') AS v)
+    ),
     '23514',
     NULL,
-    'only an erased version-0 row may be without its payload hash'
+    'only an erased row may be without its payload hash'
 );
 
 SELECT * FROM finish();

@@ -126,8 +126,12 @@ FROM nmc.notificatie AS n;
 UPDATE nmc.notificatie AS n SET sleutel_gewrapt = NULL
 FROM sleutels AS s WHERE s.id = n.id AND s.r = 1;
 SELECT nmc.advance_clock('1 second');
+-- The workers of the kek-1 ring were rolled: none of them reports any more.
+DELETE FROM nmc.kek_melding;
 SELECT nmc.ensure_onderhoud('kek-2');
-SELECT is(nmc.herwrap_doel(), 'kek-2', 'a KEK reported active for the first time is the target');
+SELECT is(
+    nmc.herwrap_doel(), 'kek-2', 'a newer KEK every live worker reports active is the target'
+);
 SELECT nmc.advance_clock('1 second');
 SELECT nmc.ensure_onderhoud('kek-1');
 SELECT is(

@@ -87,6 +87,8 @@ SELECT set_eq(
         ('nmc.list_rewrap(text,integer)'),
         ('nmc.store_rewrap(uuid[],text[],bytea[],text)'),
         ('nmc.ensure_onderhoud(text)'),
+        ('nmc.ensure_onderhoud_v2(text,text)'),
+        ('nmc.kek_ids_levend()'),
         ('nmc.run_onderhoud(bigint,integer)'),
         ('nmc.list_herwrap(bigint,integer,text,integer)'),
         ('nmc.finish_herwrap(bigint,integer,uuid[],text[],bytea[],text,text,uuid)'),
@@ -194,7 +196,8 @@ SELECT set_eq(
              ('console_sessie'), ('console_sluit_sessie'), ('console_reopen_taak_v2'),
              ('console_force_transition_v2'), ('resume_webhook_beheer_v2'),
              ('console_overgangen'), ('claim_terugkoppelen_v3'),
-             ('set_webhook_positie'), ('begin_beheerrapport_v2')$$,
+             ('set_webhook_positie'), ('begin_beheerrapport_v2'),
+             ('ensure_onderhoud_v2'), ('kek_ids_levend')$$,
     'exactly the API functions run as SECURITY DEFINER'
 );
 SELECT ok(

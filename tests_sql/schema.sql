@@ -8,10 +8,10 @@ SELECT tables_are(
         'dienstverlener', 'berichttype', 'notificatie', 'poging', 'taak', 'verzendbudget',
         'quotumgebruik', 'event', 'event_default', 'event_x000000000000', 'event_partitie',
         'bevestiging', 'webhookpositie', 'cluster_epoch', 'klok', 'notify_service',
-        'instellingen', 'teller', 'feedaanroep',
+        'instellingen', 'teller', 'feedaanroep', 'bewijsaanroep',
         'beheeractie', 'receiptgeschiedenis', 'vaststelling', 'beheerrapport',
         'webhookvalidatie', 'onderhoudswerk', 'kek', 'console_sessie', 'verzendtempo',
-        'verzendweigering', 'onverwerkbaar'
+        'verzendweigering', 'onverwerkbaar', 'kek_melding'
     ],
     'nmc holds the tables of SPEC §3 (plus quota, partitions, clock, services, settings)'
 );

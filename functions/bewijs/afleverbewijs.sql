@@ -259,11 +259,37 @@ COMMENT ON FUNCTION nmc.bewijs_beheeracties_json(uuid) IS
 'The forced transitions of one notification as the delivery proof names them (who, when, '
 'why, from and to which status, the sequence of the event it wrote), oldest first; SQL NULL '
 'when there were none. Reopened tasks are not listed: they change no status. Internal.';
+CREATE OR REPLACE FUNCTION nmc.take_bewijs_aanroep(p_dv_id integer)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_venster CONSTANT timestamptz := pg_catalog.date_trunc('minute', nmc.now());
+    v_aantal integer;
+BEGIN
+    INSERT INTO nmc.bewijsaanroep AS f (dv_id, venster_start, aantal)
+    VALUES (p_dv_id, v_venster, 1)
+    ON CONFLICT (dv_id, venster_start) DO UPDATE SET aantal = f.aantal + 1
+    RETURNING f.aantal INTO v_aantal;
+    IF v_aantal > (SELECT i.bewijs_aanroepen_per_minuut FROM nmc.instellingen AS i) THEN
+        -- The feed's SQLSTATE and DETAIL (nmc.take_feed_aanroep): 429 with Retry-After.
+        RAISE EXCEPTION 'proof call rate exceeded' USING ERRCODE = 'NM019',
+            DETAIL = pg_catalog.ceil(
+                EXTRACT(EPOCH FROM v_venster + INTERVAL '1 minute' - nmc.now())
+            )::bigint::text;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION nmc.take_bewijs_aanroep(integer) IS
+'Counts one delivery-proof or history call of the DV in the current minute '
+'(nmc.bewijsaanroep); over instellingen.bewijs_aanroepen_per_minuut: NM019 with DETAIL = '
+'seconds until the window ends (the Retry-After), as for the feed.';
 
 CREATE OR REPLACE FUNCTION nmc.get_afleverbewijs(p_dv_id integer, p_notificatie_id uuid)
 RETURNS jsonb
 LANGUAGE plpgsql
-STABLE
+VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET timezone = 'UTC'
@@ -275,6 +301,8 @@ DECLARE
     v_definitief boolean;
     v_beheeracties jsonb;
 BEGIN
+    -- Counted first; a call refused after it (404) takes its count back with its rollback.
+    PERFORM nmc.take_bewijs_aanroep(p_dv_id);
     SELECT n.* INTO v_n
     FROM nmc.notificatie AS n
     WHERE n.id = p_notificatie_id AND n.dv_id = p_dv_id;
@@ -321,7 +349,8 @@ COMMENT ON FUNCTION nmc.get_afleverbewijs(integer, uuid) IS
 'transition, beheeracties (who, when, why, which event). No personal data. The final '
 'proof is the same at every later request but for uitgegevenOp (receipts after the final '
 'status that changed nothing are in the history only). Served while the notification is '
-'kept, also after erasure. NM005 when it does not exist or belongs to another DV.';
+'kept, also after erasure. NM005 when it does not exist or belongs to another DV. Each '
+'call counts against the DV''s proof call rate (nmc.take_bewijs_aanroep; NM019 -> 429).';
 
 CREATE OR REPLACE FUNCTION nmc.get_geschiedenis(
     p_dv_id integer,
@@ -332,7 +361,7 @@ CREATE OR REPLACE FUNCTION nmc.get_geschiedenis(
 )
 RETURNS jsonb
 LANGUAGE plpgsql
-STABLE
+VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET timezone = 'UTC'
@@ -350,6 +379,7 @@ BEGIN
     IF p_limiet IS NULL OR p_limiet NOT BETWEEN 1 AND 1000 THEN
         RAISE EXCEPTION 'limiet must be 1 to 1000' USING ERRCODE = '22023';
     END IF;
+    PERFORM nmc.take_bewijs_aanroep(p_dv_id);
     SELECT n.* INTO v_n
     FROM nmc.notificatie AS n
     WHERE n.id = p_notificatie_id AND n.dv_id = p_dv_id;
@@ -416,4 +446,5 @@ COMMENT ON FUNCTION nmc.get_geschiedenis(integer, uuid, integer, bigint, integer
 'to p_limiet receipts after receipt p_na_receipt, each receipt with its attempt number and '
 'whether it came after the final status. volgende holds the position of the next page '
 '({sequence, receipt}), or null on the last. NM005 when the notification does not exist or '
-'belongs to another DV; 22023 for a limiet out of range.';
+'belongs to another DV; 22023 for a limiet out of range. Each call counts against the DV''s '
+'proof call rate (nmc.take_bewijs_aanroep; NM019 -> 429).';

@@ -2,7 +2,7 @@
 -- claimed like any other task by every worker with the default kinds, and re-planned by its
 -- own run, as the watchdog is. Each run is one short transaction over a small batch.
 
-CREATE OR REPLACE FUNCTION nmc.ensure_onderhoud(p_kek_actief text)
+CREATE OR REPLACE FUNCTION nmc.ensure_onderhoud_v2(p_kek_actief text, p_eigenaar text)
 RETURNS integer
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -12,10 +12,15 @@ DECLARE
     v_nu CONSTANT timestamptz := nmc.now();
     v_gepland integer;
 BEGIN
-    -- The worker's active KEK: the first report of a KEK makes it the re-wrap target.
-    IF p_kek_actief IS NOT NULL THEN
+    -- The worker's active KEK: kept per worker; the target follows them all.
+    IF p_kek_actief IS NOT NULL AND p_eigenaar IS NOT NULL THEN
         INSERT INTO nmc.kek (kek_id, actief_gemeld_op) VALUES (p_kek_actief, v_nu)
         ON CONFLICT (kek_id) DO NOTHING;
+        INSERT INTO nmc.kek_melding AS m (eigenaar, kek_id, gemeld_op)
+        VALUES (p_eigenaar, p_kek_actief, v_nu)
+        ON CONFLICT (eigenaar) DO UPDATE SET kek_id = excluded.kek_id, gemeld_op = v_nu;
+        DELETE FROM nmc.kek_melding AS m WHERE m.gemeld_op < v_nu - interval '1 day';
+        PERFORM nmc.herwrap_doel_bijwerken(v_nu);
     END IF;
     -- A job whose task is mislukt waits for an operator (nmc.reopen_taak), as every
     -- exhausted task does: no second task beside it.
@@ -32,11 +37,63 @@ BEGIN
     RETURN v_gepland;
 END
 $$;
-COMMENT ON FUNCTION nmc.ensure_onderhoud(text) IS
+COMMENT ON FUNCTION nmc.ensure_onderhoud_v2(text, text) IS
 'Makes sure every maintenance job (nmc.onderhoudswerk) has its one open task, except a job '
-'whose task is mislukt (it waits for an operator), and registers p_kek_actief, the active '
-'KEK of the calling worker''s ring (an id, never key material), in nmc.kek. Workers call it '
-'at their first round and then once a minute; idempotent. Returns how many tasks it planned.';
+'whose task is mislukt (it waits for an operator), and records p_kek_actief, the active '
+'KEK of the calling worker p_eigenaar''s ring (an id, never key material), in nmc.kek and '
+'nmc.kek_melding; the re-wrap target then moves if every live worker reports a newer KEK '
+'(nmc.herwrap_doel_bijwerken). Workers call it at their first round and then once a minute; '
+'idempotent. Returns how many tasks it planned.';
+
+CREATE OR REPLACE FUNCTION nmc.ensure_onderhoud(p_kek_actief text)
+RETURNS integer
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- A worker of the previous release names no owner: its workers count as one per KEK.
+    SELECT nmc.ensure_onderhoud_v2(p_kek_actief, 'vorige-release:' || p_kek_actief)
+$$;
+COMMENT ON FUNCTION nmc.ensure_onderhoud(text) IS
+'nmc.ensure_onderhoud_v2 for a worker of the previous release (no owner name: its workers '
+'report as one per KEK). Kept for that release; dropped in the release after '
+'(docs/migrations.md).';
+
+CREATE OR REPLACE FUNCTION nmc.herwrap_doel_bijwerken(p_nu timestamptz)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    -- Workers report every minute: one silent for three is gone (rolled, stopped).
+    v_levend CONSTANT interval := interval '3 minutes';
+    v_doel CONSTANT text := nmc.herwrap_doel();
+    v_enig text;
+BEGIN
+    SELECT CASE WHEN pg_catalog.count(DISTINCT m.kek_id) = 1 THEN pg_catalog.min(m.kek_id) END
+    INTO v_enig
+    FROM nmc.kek_melding AS m
+    WHERE m.gemeld_op > p_nu - v_levend;
+    -- Only forward: to a KEK first reported after the target (a worker of an older ring,
+    -- left alone during a rolling deploy, never turns the keys back).
+    IF v_enig IS NOT NULL AND v_enig IS DISTINCT FROM v_doel AND (
+        v_doel IS NULL OR (
+            SELECT (n.actief_gemeld_op, n.kek_id) > (d.actief_gemeld_op, d.kek_id)
+            FROM nmc.kek AS n, nmc.kek AS d
+            WHERE n.kek_id = v_enig AND d.kek_id = v_doel
+        )
+    ) THEN
+        UPDATE nmc.kek AS k SET doel_sinds = p_nu WHERE k.kek_id = v_enig;
+        RETURN v_enig;
+    END IF;
+    RETURN v_doel;
+END
+$$;
+COMMENT ON FUNCTION nmc.herwrap_doel_bijwerken(timestamptz) IS
+'Internal: moves the re-wrap target to the KEK every live worker (one that reported in the '
+'last three minutes, nmc.kek_melding) reports active, when that KEK was first reported after '
+'the current target; one worker''s new ring among others does not move it, nor does a '
+'worker of an older ring turn it back. Returns the target.';
 
 CREATE OR REPLACE FUNCTION nmc.herwrap_doel()
 RETURNS text
@@ -44,12 +101,41 @@ LANGUAGE sql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT k.kek_id FROM nmc.kek AS k ORDER BY k.actief_gemeld_op DESC, k.kek_id DESC LIMIT 1
+    SELECT k.kek_id FROM nmc.kek AS k
+    WHERE k.doel_sinds IS NOT NULL
+    ORDER BY k.doel_sinds DESC, k.kek_id DESC
+    LIMIT 1
 $$;
 COMMENT ON FUNCTION nmc.herwrap_doel() IS
-'The KEK maintenance re-wraps data keys to: the one a worker reported active most recently '
-'for the first time (NULL before any report). A worker of an older ring (a rolling deploy) '
-'reports an older KEK, which never becomes the target again. Internal.';
+'The KEK maintenance re-wraps data keys to: the one that became the target last '
+'(nmc.herwrap_doel_bijwerken: once every live worker reports it; NULL before any report). '
+'Internal.';
+
+CREATE OR REPLACE FUNCTION nmc.kek_ids_levend()
+RETURNS SETOF text
+LANGUAGE sql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- One probe of the live-key index per KEK (a loose index scan), however many keys.
+    WITH RECURSIVE k (kek_id) AS (
+        SELECT pg_catalog.min(n.kek_id) FROM nmc.notificatie AS n
+        WHERE n.sleutel_gewrapt IS NOT NULL
+        UNION ALL
+        SELECT (
+            SELECT pg_catalog.min(n.kek_id) FROM nmc.notificatie AS n
+            WHERE n.sleutel_gewrapt IS NOT NULL AND n.kek_id > k.kek_id
+        )
+        FROM k WHERE k.kek_id IS NOT NULL
+    )
+
+    SELECT k.kek_id FROM k WHERE k.kek_id IS NOT NULL
+$$;
+COMMENT ON FUNCTION nmc.kek_ids_levend() IS
+'The ids of the KEKs that still wrap a live (not erased) data key, from the live-key index: '
+'a worker compares them with its ring at start-up and refuses to start without one of them '
+'(its sends would fail for good). Ids only, never key material.';
 
 CREATE OR REPLACE FUNCTION nmc.plan_onderhoud(
     p_taak_id bigint, p_meer boolean, p_payload jsonb DEFAULT NULL

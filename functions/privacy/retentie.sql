@@ -65,6 +65,7 @@ BEGIN
     -- The counts of requests NotifyNL could not render, per DV, berichttype and day.
     DELETE FROM nmc.onverwerkbaar AS o
     WHERE o.dag < (v_nu - (SELECT i.bewijs_bewaartermijn FROM nmc.instellingen AS i))::date;
+    DELETE FROM nmc.bewijsaanroep AS f WHERE f.venster_start < v_nu - INTERVAL '1 hour';
 
     RETURN pg_catalog.jsonb_build_object(
         'notificaties', v_notificaties, 'taken', v_taken, 'quotumvensters', v_vensters,

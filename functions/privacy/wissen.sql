@@ -21,10 +21,11 @@ BEGIN
         UPDATE nmc.notificatie AS n
         SET sleutel_gewrapt = NULL, ontvanger_versleuteld = '\x'::bytea,
             gegevens_versleuteld = NULL, gewist_op = v_nu,
-            -- An unkeyed payload hash (rows from before the payload pepper) would let
-            -- candidate recipients be tested offline: it goes with the key. A keyed one
-            -- stays, for idempotency within the notification's retention.
-            payload_hash = CASE WHEN n.payload_pepper_versie = 0 THEN NULL ELSE n.payload_hash END
+            -- The payload hash goes with the key, keyed or not: an unkeyed one lets anyone
+            -- with the database test candidate recipients offline, a keyed one anyone who
+            -- also holds the payload pepper (on every API pod). A re-submit of the dvRef
+            -- is then answered as another payload (409), as it cannot be judged.
+            payload_hash = NULL
         FROM taak AS t
         WHERE n.id = t.notificatie_id
             AND n.terminaal_op IS NOT NULL AND n.terminaal_op + v_termijn <= v_nu
@@ -58,9 +59,10 @@ $$;
 COMMENT ON FUNCTION nmc.process_wissen(integer) IS
 'Runs up to p_batch due wissen tasks: for a notification terminal for at least the erase '
 'term, destroys the wrapped data key and drops the ciphertext (recipient and '
-'personalisation are then gone for good) and an unkeyed payload hash (payload pepper '
-'version 0); a notification that is no longer terminal is left alone (its task closes), '
-'one still within the term keeps its task open. Returns how many were erased.';
+'personalisation are then gone for good) and the payload hash, keyed or not (a re-submit of '
+'the dvRef is then answered as another payload); a notification that is no longer '
+'terminal is left alone (its task closes), one still within the term keeps its task open. '
+'Returns how many were erased.';
 
 CREATE OR REPLACE FUNCTION nmc.list_rewrap(p_naar_kek text, p_batch integer DEFAULT 500)
 RETURNS TABLE (notificatie_id uuid, kek_id text, sleutel_gewrapt bytea)

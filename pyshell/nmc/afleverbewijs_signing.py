@@ -43,11 +43,16 @@ from typing import Any
 import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
 from nmc import settings_env
 from nmc.errors import NmcError
-from nmc.webhook_signing import SigningConfigError, SigningKey, new_signing_ring, parse_signing_ring
+from nmc.webhook_signing import (
+    SigningConfigError,
+    SigningKey,
+    new_signing_ring,
+    parse_signing_ring,
+    public_jwk,
+)
 
 ENV_FILE = "NMC_AFLEVERBEWIJS_SIGNING_KEYS_FILE"
 # The JWS `typ` (RFC 8725 §3.11, explicit typing): a proof is not any other JWT of the NMC.
@@ -57,7 +62,12 @@ MEDIA_TYPE = "application/jose"  # RFC 7515 §9.2.1: the compact serialization
 # key is kept at least this long after it stopped signing.
 DEFAULT_RETIRED_KEEP = timedelta(days=366)
 _KID = re.compile(r"\A[A-Za-z0-9._:-]{1,64}\Z")
-_PUBLIC_MEMBERS = {"EC": ("kty", "crv", "x", "y"), "RSA": ("kty", "n", "e")}
+# The ring mark of a published proof key (nmc.webhook_signing.KEY_USE_MEMBER): a DV's client
+# verifies a proof only under a key so marked, never under a webhook key (which every worker
+# holds). A retired key also says when it stopped signing: the client takes it only for a
+# proof issued (`uitgegevenOp`) before then.
+PROOF_USE = "afleverbewijs"
+RETIRED_AT_MEMBER = "nmc_ingetrokken_op"
 
 
 class AfleverbewijsSigningError(NmcError):
@@ -72,7 +82,10 @@ class RetiredKey:
     retired_at: datetime
 
     def public_jwk(self) -> dict[str, Any]:
-        return _public_jwk(self.kid, self.alg, self.public_key)
+        return {
+            **public_jwk(self.kid, self.alg, self.public_key, PROOF_USE),
+            RETIRED_AT_MEMBER: rfc3339(self.retired_at),
+        }
 
 
 @dataclass(frozen=True)
@@ -89,7 +102,7 @@ class AfleverbewijsRing:
 
     def jwks(self) -> dict[str, Any]:
         """The public JWK of every key: the active one, the others in the ring, the retired."""
-        keys = [self.keys[kid].public_jwk() for kid in self.kids if kid in self.keys]
+        keys = [self.keys[kid].public_jwk(PROOF_USE) for kid in self.kids if kid in self.keys]
         keys += [self.retired[kid].public_jwk() for kid in sorted(self.retired)]
         return {"keys": keys}
 
@@ -225,7 +238,7 @@ def activate_key(
         if name != kid:
             retired[name] = {
                 "publicKey": _public_pem(key.private_key.public_key()),
-                "retiredAt": moment.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+                "retiredAt": rfc3339(moment),
             }
     return {"active": kid, "keys": {kid: document["keys"][kid]}, "retired": retired}
 
@@ -260,11 +273,8 @@ def _retired_key(kid: str, entry: Any) -> RetiredKey:
     return RetiredKey(kid, alg, public_key, moment)
 
 
-def _public_jwk(kid: str, alg: str, public_key: Any) -> dict[str, Any]:
-    algorithm = ECAlgorithm if alg == "ES256" else RSAAlgorithm
-    full = algorithm.to_jwk(public_key, as_dict=True)
-    public = {name: full[name] for name in _PUBLIC_MEMBERS[full["kty"]]}
-    return {**public, "kid": kid, "alg": alg, "use": "sig"}
+def rfc3339(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def _public_pem(public_key: Any) -> str:

@@ -124,16 +124,37 @@ def admin_afleverbewijs_activate(args: argparse.Namespace, settings: Settings) -
     from nmc import afleverbewijs_signing as proof
 
     path = _afleverbewijs_file(args)
-    document = proof.activate_key(
-        proof.read_ring_document(path), args.kid, keep=timedelta(days=args.bewaar_dagen)
-    )
+    if args.bewaar_dagen is None:
+        # The database's clock and its delivery-proof retention: a proof issued by the
+        # retiring key carries the database's time, and lives as long as the retention.
+        now, keep = admin_tasks.bewijs_sleutel_bewaring(settings)
+    else:
+        now, keep = None, timedelta(days=args.bewaar_dagen)
+    document = proof.activate_key(proof.read_ring_document(path), args.kid, now=now, keep=keep)
     proof.write_ring_document(path, document)
     retired = ", ".join(sorted(document["retired"])) or "none"
     print(f"key {args.kid} signs proofs now; retired (still published): {retired}. Roll the API.")
     return 0
 
 
+def admin_webhook_public(args: argparse.Namespace, settings: Settings) -> int:
+    from nmc import webhook_signing
+
+    ring = webhook_signing.load_signing_ring(args.file)
+    if ring is None:
+        raise NmcError("name the ring with --file or NMC_WEBHOOK_SIGNING_KEYS_FILE")
+    webhook_signing.write_public_keys(args.out, ring)
+    print(f"the ring's public keys written to {args.out}: give it to the API, then roll it")
+    return 0
+
+
 def _add_afleverbewijs_keys_commands(keys: argparse._SubParsersAction) -> None:
+    public = _command(
+        keys, "webhook-public", admin_webhook_public,
+        "write the webhook ring's public JWKS for the API (NMC_WEBHOOK_PUBLIC_KEYS_FILE)",
+    )  # fmt: skip
+    public.add_argument("--file", type=Path, help="default: $NMC_WEBHOOK_SIGNING_KEYS_FILE")
+    public.add_argument("--out", type=Path, required=True, help="the public JWKS file to write")
     ring = _group(keys, "afleverbewijs", "the delivery-proof signing ring (docs/afleverbewijs.md)")
     listing = _command(ring, "list", admin_afleverbewijs_list, "the keys and their state")
     add = _command(ring, "add", admin_afleverbewijs_add, "add a new key (published, not signing)")
@@ -146,8 +167,9 @@ def _add_afleverbewijs_keys_commands(keys: argparse._SubParsersAction) -> None:
     activate.add_argument(
         "--bewaar-dagen",
         type=int,
-        default=366,
-        help="drop retired keys retired longer ago (the delivery-proof retention + 1 day; 366)",
+        default=None,
+        help="drop retired keys retired longer ago (default: the database's delivery-proof "
+        "retention + 1 day, retiring at the database's clock)",
     )
     for command in (listing, add, activate):
         command.add_argument(

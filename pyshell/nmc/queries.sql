@@ -241,9 +241,6 @@ SELECT nmc.record_webhookvalidatie(
     %(dv_id)s::integer, %(url)s::text, %(uitkomst)s::text, %(detail)s::text
 ) AS gevalideerd
 
--- get_webhookvalidatie --
-SELECT nmc.get_webhookvalidatie(%(dv_id)s::integer) AS validatie
-
 -- ensure_beheerrapporten --
 SELECT nmc.ensure_beheerrapporten()
 
@@ -261,14 +258,6 @@ SELECT nmc.finish_beheerrapport(
     %(taak_id)s::bigint, %(claim_epoch)s::integer, %(rapport_id)s::uuid, %(uitkomst)s::text,
     %(notifynl_id)s::uuid
 ) AS uitkomst
-
--- configure_beheerrapport --
-SELECT nmc.configure_beheerrapport(%(config)s::jsonb)
-
--- list_beheerrapporten --
-SELECT r.dv_id, r.dag::text AS dag, r.kanaal, r.onbevestigd, r.onbevestigd_afgekapt,
-    r.geen_contactgegevens_aandeel, r.boven_drempel, r.uitkomst, r.afgerond_op
-FROM nmc.list_beheerrapporten(%(limiet)s::integer) AS r
 
 -- finish_terugkoppelen --
 -- epoch: the cluster epoch the batch was read in (claim_terugkoppelen's epoch).
@@ -377,6 +366,17 @@ SELECT
 -- ------------------------------------------------------------------------------------
 -- The operator's commands (`nmc admin …`, as the admin connection).
 
+-- get_webhookvalidatie --
+SELECT nmc.get_webhookvalidatie(%(dv_id)s::integer) AS validatie
+
+-- configure_beheerrapport --
+SELECT nmc.configure_beheerrapport(%(config)s::jsonb)
+
+-- list_beheerrapporten --
+SELECT r.dv_id, r.dag::text AS dag, r.kanaal, r.onbevestigd, r.onbevestigd_afgekapt,
+    r.geen_contactgegevens_aandeel, r.boven_drempel, r.uitkomst, r.afgerond_op
+FROM nmc.list_beheerrapporten(%(limiet)s::integer) AS r
+
 -- admin_raise_epoch --
 SELECT nmc.raise_epoch() AS epoch
 
@@ -411,6 +411,14 @@ SELECT nmc.set_notify_service(
     %(dag_limiet)s::integer, %(burst_afleiden)s::boolean
 )
 
+-- admin_bewijs_sleutel_bewaring --
+-- `nmc admin keys afleverbewijs activate`: the database clock (a retired key's retiredAt) and
+-- how long a retired proof key stays published: the delivery-proof retention plus a day.
+SELECT
+    nmc.now() AS nu,
+    pg_catalog.date_part('epoch', i.bewijs_bewaartermijn + interval '1 day') AS bewaar_seconden
+FROM nmc.instellingen AS i
+
 -- admin_kek_status --
 -- Live keys per KEK, the re-wrap target of maintenance and when it was first reported active.
 SELECT k.kek_id, k.sleutels, k.doel, k.actief_gemeld_op FROM nmc.kek_status_v2() AS k
@@ -425,9 +433,6 @@ SELECT nmc.store_rewrap(
     %(ids)s::uuid[], %(oude_kek)s::text[], %(sleutels)s::bytea[], %(naar_kek)s::text
 ) AS opgeslagen
 
--- process_wissen --
-SELECT nmc.process_wissen(%(batch)s::integer) AS aantal
-
 -- maintain_event_partities --
 SELECT nmc.maintain_event_partities() AS partitie
 
@@ -437,9 +442,19 @@ SELECT nmc.drop_event_partities() AS verwijderd
 -- delete_expired --
 SELECT nmc.delete_expired(%(batch)s::integer) AS verwijderd
 
+-- Maintenance as tasks and the erasure, by the worker (role nmc_worker).
+
+-- process_wissen --
+SELECT nmc.process_wissen(%(batch)s::integer) AS aantal
+
 -- ensure_onderhoud --
--- One open task per maintenance job; registers the worker's active KEK (an id only).
-SELECT nmc.ensure_onderhoud(%(kek_actief)s::text) AS gepland
+-- One open task per maintenance job; records the worker's active KEK (an id only), by the
+-- worker's name: the re-wrap target moves once every live worker reports a newer one.
+SELECT nmc.ensure_onderhoud_v2(%(kek_actief)s::text, %(eigenaar)s::text) AS gepland
+
+-- kek_ids_levend --
+-- At start-up: the KEKs that still wrap live data keys; the worker's ring must hold them all.
+SELECT k AS kek_id FROM nmc.kek_ids_levend() AS k
 
 -- run_onderhoud --
 SELECT nmc.run_onderhoud(%(taak_id)s::bigint, %(claim_epoch)s::integer) AS uitkomst
@@ -464,15 +479,21 @@ SELECT nmc.finish_herwrap(
 SELECT m.naam, m.labels, m.waarde FROM nmc.metrics() AS m
 
 -- worker_ready --
--- Readiness as nmc_worker: the clock answers for this role and this version's functions
--- exist (like api_ready, the role cannot read nmc_migratie).
+-- Readiness as nmc_worker: the clock answers for this role and every function the worker's
+-- queries call exists and is the worker's to execute (like api_ready, the role cannot read
+-- nmc_migratie). `functies` is derived from this file's nmc_worker sections
+-- (nmc.queries.worker_functions), not a hand list; by name, as a changed signature gets a
+-- new name (docs/migrations.md).
 SELECT
     nmc.now() IS NOT NULL
-    AND pg_catalog.to_regprocedure('nmc.claim_verzenden(text, integer)') IS NOT NULL
-    AND pg_catalog.to_regprocedure('nmc.claim_taken(nmc.taak_soort, text, integer)') IS NOT NULL
-    AND pg_catalog.to_regprocedure('nmc.process_receipts(integer)') IS NOT NULL
-    AND pg_catalog.to_regprocedure('nmc.process_wissen(integer)') IS NOT NULL
-    AND pg_catalog.to_regprocedure('nmc.metrics()') IS NOT NULL AS gereed
+    AND (
+        SELECT pg_catalog.count(DISTINCT p.proname)
+        FROM pg_catalog.pg_proc AS p
+        WHERE
+            p.pronamespace = 'nmc'::regnamespace
+            AND p.proname = any(%(functies)s::text [])
+            AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE')
+    ) = pg_catalog.cardinality(%(functies)s::text []) AS gereed
 
 -- The operator console (`nmc console`, role nmc_console; functions/beheer/console.sql).
 

@@ -14,8 +14,16 @@ it active, and remove the old one once the tokens it signed have expired (5 minu
 `nmc admin keys init` writes a dev ring. The JWT issuer is NMC_WEBHOOK_ISSUER, default the
 event source (nmc.cloudevents.event_source).
 
-The API serves `jwks()`; the worker signs with `sign()`. Nothing here logs; no exception
-message carries key material.
+The worker signs with `sign()`. The API publishes the ring's public keys only, from the file
+named by NMC_WEBHOOK_PUBLIC_KEYS_FILE (a JWKS, `load_public_keys`), which
+`nmc admin keys webhook-public` writes from the ring (`write_public_keys`): the API never holds
+the private keys the workers sign with. Each published JWK says which ring it is of, in the
+member `nmc_use` (`webhook` here, `afleverbewijs` for a delivery-proof key): every worker
+holds a webhook key, so a DV's client accepts a webhook token only under a webhook key and a
+proof only under a proof key (RFC 7517 §4: a JWK may carry members of its own; `use` is
+`sig` for both and cannot tell them apart).
+
+Nothing here logs; no exception message carries key material.
 """
 
 import json
@@ -41,6 +49,11 @@ MAX_LIFETIME_SECONDS = 300
 DEFAULT_LIFETIME_SECONDS = 120
 _KID = re.compile(r"\A[A-Za-z0-9._:-]{1,64}\Z")
 _PUBLIC_MEMBERS = {"EC": ("kty", "crv", "x", "y"), "RSA": ("kty", "n", "e")}
+# The JWK member naming the ring a published key is of (the DV client checks it).
+KEY_USE_MEMBER = "nmc_use"
+WEBHOOK_USE = "webhook"
+PUBLIC_KEYS_ENV = "NMC_WEBHOOK_PUBLIC_KEYS_FILE"
+_PRIVATE_MEMBERS = frozenset({"d", "p", "q", "dp", "dq", "qi", "oth", "k"})
 
 
 class SigningConfigError(NmcError):
@@ -53,12 +66,18 @@ class SigningKey:
     alg: str
     private_key: Any = field(repr=False)
 
-    def public_jwk(self) -> dict[str, Any]:
-        """The public JWK only: the private members are never copied out."""
-        algorithm = ECAlgorithm if self.alg == "ES256" else RSAAlgorithm
-        full = algorithm.to_jwk(self.private_key.public_key(), as_dict=True)
-        public = {name: full[name] for name in _PUBLIC_MEMBERS[full["kty"]]}
-        return {**public, "kid": self.kid, "alg": self.alg, "use": "sig"}
+    def public_jwk(self, use: str = WEBHOOK_USE) -> dict[str, Any]:
+        """The public JWK only (the private members are never copied out), marked as a key
+        of the ring `use` (KEY_USE_MEMBER)."""
+        return public_jwk(self.kid, self.alg, self.private_key.public_key(), use)
+
+
+def public_jwk(kid: str, alg: str, public_key: Any, use: str) -> dict[str, Any]:
+    """The JWK of a public key: its public members, kid, alg, `use` sig and the ring mark."""
+    algorithm = ECAlgorithm if alg == "ES256" else RSAAlgorithm
+    full = algorithm.to_jwk(public_key, as_dict=True)
+    public = {name: full[name] for name in _PUBLIC_MEMBERS[full["kty"]]}
+    return {**public, "kid": kid, "alg": alg, "use": "sig", KEY_USE_MEMBER: use}
 
 
 @dataclass(frozen=True)
@@ -142,6 +161,66 @@ def load_signing_ring(
     except ValueError:
         raise SigningConfigError(f"signing key file {path} is not valid JSON") from None
     return parse_signing_ring(document)
+
+
+def write_public_keys(path: str | os.PathLike[str], ring: SigningRing) -> None:
+    """The ring's public JWKS, for the API (NMC_WEBHOOK_PUBLIC_KEYS_FILE), in one step."""
+    target = Path(path)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(ring.jwks(), indent=2) + "\n", encoding="utf-8")
+    temporary.replace(target)
+
+
+def load_public_keys(
+    path: str | os.PathLike[str] | None = None, *, environ: Mapping[str, str] | None = None
+) -> dict[str, Any] | None:
+    """The webhook ring's public JWKS from `path` or NMC_WEBHOOK_PUBLIC_KEYS_FILE, each key
+    checked (public only, EC P-256 or RSA >= 2048) and published as `public_jwk` writes it;
+    None when neither is given."""
+    env = os.environ if environ is None else environ
+    if path is None:
+        path = settings_env.text(env, PUBLIC_KEYS_ENV)
+        if path is None:
+            return None
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise SigningConfigError(
+            f"webhook public key file {path} cannot be read ({error.strerror})"
+        ) from None
+    except ValueError:
+        raise SigningConfigError(f"webhook public key file {path} is not valid JSON") from None
+    keys = document.get("keys") if isinstance(document, dict) else None
+    if not isinstance(keys, list):
+        raise SigningConfigError(f"webhook public key file {path} must hold a JWKS {{'keys': []}}")
+    published = [_published_public_key(jwk) for jwk in keys]
+    kids = [jwk["kid"] for jwk in published]
+    if len(kids) != len(set(kids)):
+        raise SigningConfigError("a key id appears twice in the webhook public key file")
+    return {"keys": published}
+
+
+def _published_public_key(jwk: Any) -> dict[str, Any]:
+    if not isinstance(jwk, dict) or not isinstance(jwk.get("kid"), str):
+        raise SigningConfigError("each webhook public key needs a kid")
+    kid = jwk["kid"]
+    if not _KID.match(kid):
+        raise SigningConfigError("signing key ids must be 1-64 of A-Z a-z 0-9 . _ : -")
+    if _PRIVATE_MEMBERS & set(jwk):
+        raise SigningConfigError(f"webhook public key {kid!r} holds private members")
+    try:
+        key = jwt.PyJWK(dict(jwk)).key
+    except jwt.PyJWTError:
+        raise SigningConfigError(f"webhook public key {kid!r} cannot be read") from None
+    if isinstance(key, ec.EllipticCurvePublicKey) and isinstance(key.curve, ec.SECP256R1):
+        alg = "ES256"
+    elif isinstance(key, rsa.RSAPublicKey) and key.key_size >= 2048:
+        alg = "RS256"
+    else:
+        raise SigningConfigError(f"webhook public key {kid!r} must be EC P-256 or RSA >= 2048")
+    if jwk.get("alg", alg) != alg:
+        raise SigningConfigError(f"webhook public key {kid!r}: alg does not fit the key")
+    return public_jwk(kid, alg, key, WEBHOOK_USE)
 
 
 def new_signing_ring(kid: str = "nmc-webhook-1", alg: str = "ES256") -> dict[str, Any]:

@@ -8,6 +8,11 @@
 -- advance_clock --
 SELECT nmc.advance_clock(%(duration)s::interval)
 
+-- soak_bewijs_aanroeplimiet --
+-- The verdict fetches every notification's proof at once, far beyond what a DV asks in a
+-- minute: the proof call rate is lifted for it (a DV would fetch them over time).
+UPDATE nmc.instellingen SET bewijs_aanroepen_per_minuut = %(per_minuut)s::integer
+
 -- server_version --
 SHOW server_version
 
@@ -172,6 +177,10 @@ SELECT
         SELECT pg_catalog.count(*) FROM nmc.feedaanroep AS f
         WHERE f.venster_start < nmc.now() - interval '1 day 1 hour'
     ) AS feedaanroep_over_termijn,
+    (
+        SELECT pg_catalog.count(*) FROM nmc.bewijsaanroep AS f
+        WHERE f.venster_start < nmc.now() - interval '1 day 1 hour'
+    ) AS bewijsaanroep_over_termijn,
     (SELECT pg_catalog.count(*) FROM nmc.taak AS t WHERE t.staat = 'mislukt') AS mislukt
 FROM nmc.instellingen AS i
 

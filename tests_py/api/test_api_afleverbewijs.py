@@ -285,8 +285,9 @@ def test_a_proof_before_the_final_status_says_so(client, conn):
     verify_afleverbewijs(get_proof(client, notificatie_id), jwks(client), issuer=issuer())
 
 
-def test_a_key_rotation_keeps_old_proofs_valid(api_env, dvs, conn, capsys):
+def test_a_key_rotation_keeps_old_proofs_valid(api_env, dvs, conn, capsys, monkeypatch):
     ring_file = api_env.secrets / "afleverbewijs-signing.json"
+    monkeypatch.setenv("NMC_DATABASE_URL", api_env.db_url)  # activate reads the clock there
     with TestClient(create_app()) as client:
         notificatie_id = delivered(client, conn)
         old = get_proof(client, notificatie_id)

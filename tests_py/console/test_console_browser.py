@@ -26,7 +26,7 @@ from consoletest import Populated, token
 
 from nmc.console.app import create_app
 from nmc.database import with_overrides
-from nmc.kek_ring import new_kek_ring, parse_kek_ring
+from nmc.kek_ring import KekRing
 from nmc.worker.config import WorkerConfig
 from nmc.worker.loop import Worker
 from nmc_dev.sim.server import start_in_thread
@@ -86,8 +86,9 @@ def screenshot(driver, name: str) -> None:
     (SCREENSHOTS / f"{name}.png").write_bytes(base64.b64decode(shot["data"]))
 
 
-async def wissen_round(db_url: str, tmp_path: Path) -> int:
-    """One round of a real worker that runs the wissen kind only (its SQL, as nmc_worker)."""
+async def wissen_round(db_url: str, tmp_path: Path, ring: KekRing) -> int:
+    """One round of a real worker that runs the wissen kind only (its SQL, as nmc_worker),
+    with the ring the data was sealed under (a worker refuses one without it)."""
     config = WorkerConfig(
         database_url=with_overrides(db_url, user="nmc_worker"),
         notifynl_url="http://127.0.0.1:9",  # never called by this kind
@@ -98,13 +99,18 @@ async def wissen_round(db_url: str, tmp_path: Path) -> int:
         kinds=("wissen",),
         pool_size=2,
     )
-    ring = parse_kek_ring(new_kek_ring("kek-browser"))
     async with Worker.started(config, ring=ring, pseudonym_key=secrets.token_bytes(32)) as worker:
         return await worker.run_once("wissen")
 
 
 async def test_log_in_see_a_mislukt_task_reopen_it_and_see_it_done(
-    browser, console_url: str, data: Populated, conn: psycopg.Connection, db_url: str, tmp_path
+    browser,
+    console_url: str,
+    data: Populated,
+    conn: psycopg.Connection,
+    db_url: str,
+    tmp_path,
+    ring: KekRing,
 ):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions
@@ -153,7 +159,7 @@ async def test_log_in_see_a_mislukt_task_reopen_it_and_see_it_done(
     assert text("#staat") == "open"
 
     # A worker's wissen round takes it; the console shows it done.
-    assert await wissen_round(db_url, tmp_path) == 1
+    assert await wissen_round(db_url, tmp_path, ring) == 1
     browser.refresh()
     assert text("#staat") == "done"
     screenshot(browser, "taak-done")

@@ -191,3 +191,45 @@ def test_the_partition_job_defers_behind_a_slow_reader_and_intake_goes_on(intake
     assert _run_partities(conn)["geanalyseerd"] is True
     [(analyzed,)] = conn.execute(LAST_ANALYZE).fetchall()
     assert analyzed is not None, "the partitioned parent was analyzed (autovacuum never does)"
+async def test_a_worker_whose_ring_lacks_a_kek_with_live_keys_does_not_start(
+    worker_config, intake, conn
+):
+    """Issue 23 item 14: a send of a key under a KEK the ring lacks fails for good, so a
+    worker of such a ring refuses to start, naming the KEK (an id), rather than run."""
+    import pytest
+
+    from nmc.worker.loop import KekRingIncomplete
+
+    intake("bezorgd+kek-weg@voorbeeld.nl")  # a live key under the fixture ring's KEK
+    other = parse_kek_ring(new_kek_ring("kek-ander"))
+    with pytest.raises(KekRingIncomplete, match="kek-test"):
+        async with Worker.started(worker_config, ring=other, pseudonym_key=secrets.token_bytes(32)):
+            pass
+
+
+async def test_one_workers_new_kek_does_not_move_the_target_for_the_rest(
+    worker, worker_config, ring, ring_document, intake, conn
+):
+    """Issue 23 item 14: the re-wrap target moves to a newer KEK only once every live worker
+    reports it active; one worker with a new ring among others of the old does not move it."""
+    intake("bezorgd+doel@voorbeeld.nl")
+    kek_a = ring.active_id
+    assert await worker.run_once("onderhoud") == len(JOBS)
+    both = parse_kek_ring(
+        {
+            "active": KEK_B,
+            "keys": {**ring_document["keys"], KEK_B: new_kek_ring(KEK_B)["keys"][KEK_B]},
+        }
+    )
+    config = dataclasses.replace(worker_config, kinds=("onderhoud",))
+    async with Worker.started(config, ring=both, pseudonym_key=secrets.token_bytes(32)) as new:
+        conn.execute("SELECT nmc.advance_clock('1 minute')")
+        await new.run_once("onderhoud")
+        assert conn.execute("SELECT nmc.herwrap_doel()").fetchone() == (kek_a,), (
+            "the old ring's worker is live: the target stays"
+        )
+    # The old worker stops reporting (it was rolled): once its report is stale, it moves.
+    conn.execute("SELECT nmc.advance_clock('5 minutes')")
+    async with Worker.started(config, ring=both, pseudonym_key=secrets.token_bytes(32)) as new:
+        await new.run_once("onderhoud")
+        assert conn.execute("SELECT nmc.herwrap_doel()").fetchone() == (KEK_B,)

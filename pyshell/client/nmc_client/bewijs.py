@@ -4,8 +4,11 @@ The proof is a compact JWS (RFC 7515) signed by the NMC with ES256 or RS256, hea
 (the key in the NMC's JWKS, `NmcClient.jwks_url`) and `typ` `afleverbewijs+jwt`. Verifying
 it means, in this order:
 
-1. the signature, with the published key the header names (a retired key stays published
-   for the delivery-proof retention, so a proof saved months ago still verifies);
+1. the signature, with the published key the header names, which must be a delivery-proof key
+   (its JWK says `"nmc_use": "afleverbewijs"`; a webhook key, which every NMC worker holds,
+   never verifies a proof). A retired key stays published for the delivery-proof retention,
+   so a proof saved months ago still verifies, and says when it stopped signing
+   (`nmc_ingetrokken_op`): it verifies only a proof issued (`uitgegevenOp`) before then;
 2. `iss`: the NMC you expect (its event source, `urn:nld:oin:<NMC OIN>:systeem:nmc`);
 3. `sub` and `notificatie.notificatieId`: the notification you asked for;
 4. the event chain: sequence 1, 2, ... without a gap up to the notification's `versie`, the
@@ -47,12 +50,14 @@ import httpx
 import jwt
 
 from .problems import NmcClientError
-from .webhook import JwksUnavailable
+from .webhook import KEY_USE_MEMBER, JwksUnavailable
 
 TYP = "afleverbewijs+jwt"
 ALLOWED_ALGORITHMS = ("ES256", "RS256")
 _KEY_TYPE = {"RS256": "RSA", "ES256": "EC"}
 MAX_PROOF_LENGTH = 4 * 1024 * 1024
+PROOF_USE = "afleverbewijs"
+RETIRED_AT_MEMBER = "nmc_ingetrokken_op"
 
 # SPEC §4, as the NMC's trigger holds them (a test keeps this copy equal to the NMC's):
 # (van, naar), van None for the intake.
@@ -177,7 +182,8 @@ def verify_afleverbewijs(
         raise BewijsOngeldig(f"not a delivery proof (typ is not {TYP})")
     if not isinstance(kid, str) or not kid:
         raise BewijsOngeldig("the JWS names no key (kid)")
-    key = _public_key(keys, kid, alg)
+    jwk = _proof_jwk(keys, kid, alg)
+    key = _public_key(jwk, alg)
     try:
         claims = jwt.decode(
             jws,
@@ -197,6 +203,7 @@ def verify_afleverbewijs(
         raise BewijsTijdOngeldig("iat is not a time in the past") from None
     except jwt.PyJWTError:
         raise BewijsOngeldig("the proof is not a valid JWS") from None
+    _check_not_retired(jwk, claims)
     check_inhoud(claims, notificatie_id)
     return Afleverbewijs(jws, kid, claims)
 
@@ -351,13 +358,43 @@ def _duur(value: Any) -> timedelta | None:
     )
 
 
-def _public_key(keys: KeySource, kid: str, alg: str) -> Any:
+def _proof_jwk(keys: KeySource, kid: str, alg: str) -> Mapping[str, Any]:
     try:
         jwk = keys.key(kid)
     except JwksUnavailable:
         raise BewijsOngeldig("the NMC's keys are unavailable") from None
     if jwk is None:
         raise BewijsOngeldig("unknown key (kid)")
+    if jwk.get(KEY_USE_MEMBER) != PROOF_USE:
+        raise BewijsOngeldig("the key is not a delivery-proof key of the NMC")
+    return jwk
+
+
+def _check_not_retired(jwk: Mapping[str, Any], claims: Mapping[str, Any]) -> None:
+    """A retired key verifies only a proof issued before it was retired."""
+    if RETIRED_AT_MEMBER not in jwk:
+        return
+    retired_at = _moment(jwk.get(RETIRED_AT_MEMBER))
+    if retired_at is None:
+        raise BewijsOngeldig("the published key's retirement time cannot be read")
+    issued = _moment(claims.get("uitgegevenOp"))
+    if issued is None:
+        raise BewijsOngeldig("the proof has no readable uitgegevenOp")
+    if issued >= retired_at:
+        raise BewijsOngeldig("the proof was issued after its key was retired")
+
+
+def _moment(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else None
+
+
+def _public_key(jwk: Mapping[str, Any], alg: str) -> Any:
     if jwk.get("kty") != _KEY_TYPE[alg] or jwk.get("alg", alg) != alg:
         raise BewijsOngeldig("the key does not fit the algorithm")
     if alg == "ES256" and jwk.get("crv") != "P-256":

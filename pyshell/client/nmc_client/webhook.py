@@ -6,7 +6,8 @@ The contract (SPEC §7, docs/feed.md, the OpenAPI document's `webhooks`): a POST
 `jti`), header `Nmc-Cursor` (the cursor after the batch's last event) and a body
 `application/cloudevents-batch+json`: a JSON array of the feed's CloudEvents.
 
-The public keys come from the NMC's JWKS (`NmcClient.jwks_url`), cached for `max_age` and
+The public keys come from the NMC's JWKS (`NmcClient.jwks_url`): only a key the JWKS marks
+as a webhook key (`"nmc_use": "webhook"`) verifies a token. They are cached for `max_age` and
 fetched again at once for a `kid` the cache does not know (a key rotation publishes the new
 key before it signs), though not more often than `min_refetch_interval`, so tokens with made-up
 kids cannot make this process hammer the NMC.
@@ -38,6 +39,11 @@ from .problems import NmcClientError
 log = logging.getLogger(__name__)
 
 ALLOWED_ALGORITHMS = ("RS256", "ES256")
+# The NMC marks each published key with the ring it is of (JWK member `nmc_use`): a webhook
+# token verifies only under a `webhook` key, a delivery proof only under an `afleverbewijs`
+# key (nmc_client.bewijs). Every NMC worker holds the webhook keys; only its API the proof keys.
+KEY_USE_MEMBER = "nmc_use"
+WEBHOOK_USE = "webhook"
 _KEY_TYPE = {"RS256": "RSA", "ES256": "EC"}
 BATCH_MEDIA_TYPE = "application/cloudevents-batch+json"
 CURSOR_HEADER = "Nmc-Cursor"
@@ -209,6 +215,8 @@ class WebhookVerifier:
             raise WebhookRejected("the NMC's keys are unavailable", status=503) from None
         if jwk is None:
             raise WebhookRejected("unknown key (kid)")
+        if jwk.get(KEY_USE_MEMBER) != WEBHOOK_USE:
+            raise WebhookRejected("the key is not a webhook key of the NMC")
         if jwk.get("kty") != _KEY_TYPE[alg] or jwk.get("alg", alg) != alg:
             raise WebhookRejected("the key does not fit the algorithm")
         if alg == "ES256" and jwk.get("crv") != "P-256":

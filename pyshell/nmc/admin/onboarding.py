@@ -11,6 +11,7 @@ import os
 import secrets
 import uuid
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from nmc.feed_cursor import PURPOSE_CURSOR
 from nmc.kek_ring import new_kek_ring
 from nmc.peppers import PURPOSE_DVREF, PURPOSE_PAYLOAD, new_peppers
 from nmc.queries import QUERIES
-from nmc.webhook_signing import new_signing_ring
+from nmc.webhook_signing import new_signing_ring, parse_signing_ring, write_public_keys
 from nmc.webhook_validatie import Adresbeleid, Validatie, validate_now
 
 DEV_ISSUER = "https://iam.nmc.localhost"
@@ -40,6 +41,7 @@ SECRET_FILES = (
     "dev-iam-key.pem",
     "jwks.json",
     "webhook-signing.json",
+    "webhook-public-keys.json",
     "afleverbewijs-signing.json",
     "dev.env",
 )
@@ -152,6 +154,14 @@ def describe_webhook(status: WebhookStatus | None) -> str | None:
     )
 
 
+def bewijs_sleutel_bewaring(settings: Settings) -> tuple[datetime, timedelta]:
+    """The database's clock and how long a retired delivery-proof key stays published (the
+    delivery-proof retention plus a day), for `nmc admin keys afleverbewijs activate`."""
+    with connect(connection_url(settings)) as conn:
+        [(now, seconds)] = conn.execute(QUERIES["admin_bewijs_sleutel_bewaring"]).fetchall()
+    return now, timedelta(seconds=float(seconds))
+
+
 def list_dvs(settings: Settings) -> list[dict[str, Any]]:
     with connect(connection_url(settings)) as conn:
         cursor = conn.execute(QUERIES["list_dienstverleners"])
@@ -210,9 +220,10 @@ def init_secrets(directory: Path, *, force: bool = False) -> Path:
     _write_private(directory / "kek.json", json.dumps(new_kek_ring("dev-kek-1"), indent=2))
     peppers = new_peppers((PURPOSE_DVREF, PURPOSE_PAYLOAD, PURPOSE_CURSOR))
     _write_private(directory / "peppers.json", json.dumps(peppers, indent=2))
-    _write_private(
-        directory / "webhook-signing.json", json.dumps(new_signing_ring("dev-webhook-1"), indent=2)
-    )
+    webhook_ring = new_signing_ring("dev-webhook-1")
+    _write_private(directory / "webhook-signing.json", json.dumps(webhook_ring, indent=2))
+    # The API publishes these public keys; it never reads the ring the workers sign with.
+    write_public_keys(directory / "webhook-public-keys.json", parse_signing_ring(webhook_ring))
     _write_private(
         directory / "afleverbewijs-signing.json",
         json.dumps(new_afleverbewijs_ring("dev-afleverbewijs-1"), indent=2),
@@ -234,6 +245,7 @@ def init_secrets(directory: Path, *, force: bool = False) -> Path:
         "NMC_DEV_IAM_KEY_FILE": directory / "dev-iam-key.pem",
         "NMC_NOTIFYNL_CALLBACK_TOKEN": secrets.token_urlsafe(32),
         "NMC_WEBHOOK_SIGNING_KEYS_FILE": directory / "webhook-signing.json",
+        "NMC_WEBHOOK_PUBLIC_KEYS_FILE": directory / "webhook-public-keys.json",
         "NMC_AFLEVERBEWIJS_SIGNING_KEYS_FILE": directory / "afleverbewijs-signing.json",
         # The operator console's tokens (`nmc admin console-token`) carry an audience of their
         # own, so a DV's token never opens it.

@@ -42,7 +42,7 @@ from nmc.errors import NmcError
 from nmc.feed_cursor import CursorCodec
 from nmc.kek_ring import load_kek_ring
 from nmc.peppers import PURPOSE_PAYLOAD, load_peppers
-from nmc.webhook_signing import load_signing_ring
+from nmc.webhook_signing import load_public_keys, load_signing_ring
 
 log = logging.getLogger(__name__)
 
@@ -76,13 +76,10 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
     except JwksUnavailable as error:
         # The IAM may come up later: the cache retries, requests get 500 until then.
         log.warning("JWKS not loaded at start-up: %s", error)
-    signing = load_signing_ring()
-    if signing is None:
-        log.warning("NMC_WEBHOOK_SIGNING_KEYS_FILE is not set: the published JWKS is empty")
     proof_ring = load_afleverbewijs_ring()
     if proof_ring is None:
         log.warning("NMC_AFLEVERBEWIJS_SIGNING_KEYS_FILE is not set: proofs answer 503")
-    jwks = published_jwks(signing.jwks() if signing else None, proof_ring)
+    jwks = published_jwks(webhook_public_keys(), proof_ring)
     if PLACEHOLDER_OIN in settings.event_source:
         log.warning("NMC_OIN is not set: events carry a placeholder source")
     pool = new_pool(settings)
@@ -117,6 +114,25 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if settings.callback_token is None:
             log.warning("NMC_NOTIFYNL_CALLBACK_TOKEN is not set: the callback answers 503")
         yield
+
+
+def webhook_public_keys() -> dict | None:
+    """The webhook ring's public JWKS: from NMC_WEBHOOK_PUBLIC_KEYS_FILE, so the API holds no
+    webhook private key. A release before it read the private ring: with only
+    NMC_WEBHOOK_SIGNING_KEYS_FILE set the public keys are derived from it once (the private
+    objects are dropped with the ring) and a warning says to switch."""
+    public = load_public_keys()
+    if public is not None:
+        return public
+    signing = load_signing_ring()
+    if signing is None:
+        log.warning("NMC_WEBHOOK_PUBLIC_KEYS_FILE is not set: the JWKS has no webhook key")
+        return None
+    log.warning(
+        "the API read the webhook signing ring: set NMC_WEBHOOK_PUBLIC_KEYS_FILE "
+        "(nmc admin keys webhook-public) and give the API no NMC_WEBHOOK_SIGNING_KEYS_FILE"
+    )
+    return signing.jwks()
 
 
 def published_jwks(webhook: dict | None, proof_ring) -> dict:

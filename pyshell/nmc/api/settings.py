@@ -38,12 +38,13 @@ NMC_API_SSE_MAX_STREAMS_PER_DV open streams of one DV per API process; beyond: 4
 NMC_GEEN_CONTACTGEGEVENS_DREMPEL  share of geen-contactgegevens above which a DV is flagged
                                (metric and `nmc admin report geen-contactgegevens`; 0.3)
 NMC_LDV_URL / NMC_LDV_FILE     the LDV sink, as for the worker (default $NMC_HOME/ldv.jsonl)
-NMC_WEBHOOK_SIGNING_KEYS_FILE  the webhook signing ring; the API publishes its public keys
+NMC_WEBHOOK_PUBLIC_KEYS_FILE   the webhook ring's public JWKS, published; the API holds no webhook
+                               private key (NMC_WEBHOOK_SIGNING_KEYS_FILE: the old way, warned)
 NMC_AFLEVERBEWIJS_SIGNING_KEYS_FILE  the delivery-proof signing ring: the API signs proofs
                                and publishes its keys, retired ones too (nmc.afleverbewijs_signing)
 
 Also read at start-up, by their own modules: NMC_KEK_FILE (nmc.kek_ring), NMC_PEPPERS(_FILE)
-(nmc.peppers), NMC_OAUTH_* (auth), NMC_WEBHOOK_SIGNING_KEYS_FILE (nmc.webhook_signing).
+(nmc.peppers), NMC_OAUTH_* (auth), NMC_WEBHOOK_PUBLIC_KEYS_FILE (nmc.webhook_signing).
 """
 
 import os

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import httpx
 import psycopg
+from psycopg_pool import PoolTimeout
 
 from nmc.adapters import ldv
 from nmc.adapters.aio_backend import AsyncioTransport, LeanAsyncClient
@@ -31,6 +32,7 @@ from nmc.adapters.beheerkanaal import BeheerkanaalClient
 from nmc.adapters.notifynl import NotifyNL
 from nmc.adapters.profielservice import Profielservice
 from nmc.adapters.webhook import WebhookClient
+from nmc.errors import NmcError
 from nmc.feed_cursor import CursorCodec
 from nmc.kek_ring import KekRing, kek_ring
 from nmc.peppers import Peppers, load_peppers
@@ -89,6 +91,28 @@ def kinds() -> dict[str, Kind]:
             onderhoud.SOORT, process=onderhoud.Onderhoud().process, batch=len(onderhoud.JOBS)
         ),
     }
+
+
+class KekRingIncomplete(NmcError):
+    """The worker's KEK ring lacks a KEK that still wraps live data keys (a start-up failure:
+    every send of such a key would fail for good)."""
+
+
+async def check_ring_holds_live_keks(db: Database, ring: KekRing) -> None:
+    """Refuse to start with a ring that lacks a KEK under which live data keys are wrapped
+    (nmc.kek_ids_levend; ids only). An unreachable database is not a refusal: the worker
+    starts and its claims wait for the database, as they always do."""
+    try:
+        rows = await db.fetch_all("kek_ids_levend")
+    except (psycopg.Error, PoolTimeout) as error:
+        event(logging.WARNING, "kek-ring-niet-gecontroleerd", fout=type(error).__name__)
+        return
+    missing = sorted({row.kek_id for row in rows} - set(ring.keys))
+    if missing:
+        raise KekRingIncomplete(
+            f"the KEK ring (NMC_KEK_FILE) lacks {', '.join(missing)}, under which live data "
+            "keys are wrapped: add it to the ring (docs/production.md, KEK rotation)"
+        )
 
 
 def eigenaar() -> str:
@@ -202,6 +226,7 @@ class Worker:
             worker = cls(config, ctx, metrics)
             listener = OpsListener(db, metrics, config.geen_contactgegevens_drempel)
             try:
+                await check_ring_holds_live_keks(db, ring)
                 if config.metrics_port is not None:
                     await listener.start(config.metrics_host, config.metrics_port)
                     worker.ops_address = listener.address

@@ -5,8 +5,9 @@ runs it and no deployment needs a worker of its own for it.
 * `partities`, `retentie`: one call of nmc.run_onderhoud each (the next event partition at
   80%, the drop rule; one small batch of the retention), all rules in SQL.
 * `herwrappen`: KEK rotation. nmc.list_herwrap hands over a batch of live data keys under an
-  older KEK, but only to a worker whose ring has the re-wrap target active (the newest KEK a
-  worker reported active, nmc.kek); they are re-wrapped here, in memory, and stored with
+  older KEK, but only to a worker whose ring has the re-wrap target active (the newer KEK
+  every live worker reports active, nmc.kek_melding: one worker's new ring does not move
+  it); they are re-wrapped here, in memory, and stored with
   nmc.finish_herwrap. The data ciphertexts are not touched.
 
 nmc.ensure_onderhoud keeps one open task per job and registers this worker's active KEK: at
@@ -37,7 +38,7 @@ class Onderhoud:
         now = time.monotonic()
         if now - self._ensured_at >= ENSURE_EVERY_S:
             gepland = await ctx.db.fetch_value(
-                "ensure_onderhoud", {"kek_actief": ctx.ring.active_id}
+                "ensure_onderhoud", {"kek_actief": ctx.ring.active_id, "eigenaar": ctx.eigenaar}
             )
             self._ensured_at = now
             if gepland:

@@ -15,8 +15,10 @@ within 5 s, closes the connection; so does a client that does not read the answe
 (nmc.prometheus), then the worker's own series (nmc.worker.metrics). When the database does
 not answer the scrape still succeeds, with `nmc_database_bereikbaar 0`.
 /health/live: 200 while the event loop serves (no database call).
-/health/ready: 200 when nmc.now() answers as nmc_worker and the functions this version
-calls exist (queries.sql `worker_ready`), else 503 with `reden` `database` or `migratie`.
+/health/ready: 200 when nmc.now() answers as nmc_worker and every function the worker's queries
+call exists and is its to execute (queries.sql `worker_ready`, the names derived from the
+worker's sections by nmc.queries.worker_functions), else 503 with `reden` `database` or
+`migratie`.
 """
 
 import asyncio
@@ -28,9 +30,12 @@ import psycopg
 from psycopg_pool import PoolTimeout
 
 from nmc.prometheus import PROMETHEUS_MEDIA_TYPE, database_lines, render
+from nmc.queries import worker_functions
 from nmc.worker.db import Database
 from nmc.worker.logs import event
 from nmc.worker.metrics import WorkerMetrics
+
+WORKER_FUNCTIONS = worker_functions()
 
 MAX_HEAD_BYTES = 8192
 READ_TIMEOUT_S = 5.0
@@ -125,13 +130,18 @@ class OpsListener:
     async def _ready(self) -> Answer:
         try:
             async with asyncio.timeout(DATABASE_TIMEOUT_S):
-                gereed = await self._db.fetch_value("worker_ready")
+                gereed = await self._db.fetch_value("worker_ready", readiness_params())
         except (psycopg.Error, PoolTimeout, TimeoutError) as error:
             event(logging.WARNING, "gereedheid-database-fout", fout=type(error).__name__)
             return _json(503, {"status": "niet-gereed", "reden": "database"})
         if gereed is not True:
             return _json(503, {"status": "niet-gereed", "reden": "migratie"})
         return _json(200, {"status": "gereed"})
+
+
+def readiness_params() -> dict[str, list[str]]:
+    """worker_ready's parameters: every function the worker's queries call."""
+    return {"functies": list(WORKER_FUNCTIONS)}
 
 
 def _json(status: int, document: dict) -> Answer:

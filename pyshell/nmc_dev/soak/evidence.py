@@ -107,6 +107,12 @@ def read_database(url: str) -> DatabaseEvidence:
     )
 
 
+def lift_proof_call_rate(url: str, per_minuut: int = 1_000_000) -> None:
+    """Let the verdict fetch every proof at once (the per-DV proof call rate, lifted)."""
+    with connect(url) as conn:
+        conn.execute(QUERIES["soak_bewijs_aanroeplimiet"], {"per_minuut": per_minuut})
+
+
 def read_versions(url: str) -> dict[str, int]:
     """Every notification's version (what a caught-up feed consumer holds)."""
     with connect(url) as conn:

@@ -371,7 +371,8 @@ class Soak:
 
         # Every terminal notification's delivery proof, as its DV fetches and verifies it:
         # once while the workers still run (late receipts, reconciliation, settlement) and
-        # once when nothing moves; a final one must not have changed between the two.
+        # once when nothing moves; a final one must not have changed between the two (all at
+        # once: the proof call rate is lifted for it).
         def fetch_proofs() -> proofs.ProofEvidence:
             return proofs.fetch(
                 stack.api_url + "/api/nmc/v1",
@@ -380,6 +381,7 @@ class Soak:
                 token_for=self._token,
             )
 
+        evidence.lift_proof_call_rate(stack.admin_url)
         eerder = fetch_proofs()
         for name in stack.worker_names:  # their logs are complete, nothing moves
             stack.stop_child(name)

@@ -43,6 +43,7 @@ OVER_TERM = (
     "budget_over_termijn",
     "quotum_over_termijn",
     "feedaanroep_over_termijn",
+    "bewijsaanroep_over_termijn",
 )
 # The tables whose size the steady-state check bounds (the small registers stay constant).
 STEADY_TABLES = (
