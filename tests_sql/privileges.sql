@@ -29,6 +29,8 @@ SELECT set_eq(
         ('nmc.intake_notificaties(integer,nmc.regie,smallint,text,uuid,uuid[],text[],bytea[],bytea[],bytea[],bytea[],bytea[],timestamp with time zone[],text[],text[],bytea[])'),
         ('nmc.intake_notificatie_v2(uuid,integer,text,nmc.regie,bytea,smallint,bytea,smallint,bytea,bytea,bytea,text,timestamp with time zone,uuid,text,text,bytea[],bytea[],bytea)'),
         ('nmc.intake_notificaties_v2(integer,nmc.regie,smallint,smallint,text,uuid,uuid[],text[],bytea[],bytea[],bytea[],bytea[],bytea[],timestamp with time zone[],text[],text[],bytea[],bytea[],bytea[])'),
+        ('nmc.intake_notificatie_v3(uuid,integer,text,nmc.regie,bytea,smallint,bytea,smallint,bytea,bytea,bytea,text,timestamp with time zone,uuid,text,text,text,bytea[],bytea[],bytea)'),
+        ('nmc.intake_notificaties_v3(integer,nmc.regie,smallint,smallint,text,uuid,uuid[],text[],bytea[],bytea[],bytea[],bytea[],bytea[],timestamp with time zone[],text[],text[],text[],bytea[],bytea[],bytea[])'),
         ('nmc.cancel_notificatie(integer,uuid)'),
         ('nmc.find_dienstverlener(text)'),
         ('nmc.get_notificatie(integer,uuid)'),
@@ -83,6 +85,10 @@ SELECT set_eq(
         ('nmc.run_onderhoud(bigint,integer)'),
         ('nmc.list_herwrap(bigint,integer,text,integer)'),
         ('nmc.finish_herwrap(bigint,integer,uuid[],text[],bytea[],text,text,uuid)'),
+        ('nmc.claim_template_verversen(bigint,integer)'),
+        ('nmc.record_template(text,uuid,text,integer,text[],text[],text)'),
+        ('nmc.finish_template_verversen(bigint,integer,boolean)'),
+        ('nmc.markeer_template_verouderd(integer,text)'),
         ('nmc.ensure_terugkoppelen()'),
         ('nmc.claim_terugkoppelen(text,integer)'),
         ('nmc.finish_terugkoppelen(bigint,integer,text,xid8,bigint)'),
@@ -141,7 +147,8 @@ SELECT set_eq(
     $$SELECT p.proname::text FROM pg_catalog.pg_proc AS p
       WHERE p.pronamespace = 'nmc'::regnamespace AND p.prosecdef$$,
     $$VALUES ('now'), ('intake_notificatie'), ('intake_notificaties'),
-             ('intake_notificatie_v2'), ('intake_notificaties_v2'), ('cancel_notificatie'),
+             ('intake_notificatie_v2'), ('intake_notificaties_v2'), ('intake_notificatie_v3'),
+             ('intake_notificaties_v3'), ('cancel_notificatie'),
              ('find_dienstverlener'), ('get_notificatie'), ('find_notificaties'),
              ('claim_taken'), ('claim_verzenden'), ('extend_lease'), ('extend_leases'),
              ('finish_taak'), ('finish_taken'), ('defer_taak'), ('fail_taak'),
@@ -168,7 +175,8 @@ SELECT set_eq(
              ('resume_webhook_beheer'), ('ensure_beheerrapporten'), ('begin_beheerrapport'),
              ('finish_beheerrapport'), ('claim_terugkoppelen_v2'), ('record_webhookvalidatie'),
              ('ensure_onderhoud'), ('run_onderhoud'), ('list_herwrap'), ('finish_herwrap'),
-             ('set_event_partitie_breedte')$$,
+             ('set_event_partitie_breedte'), ('record_template'), ('claim_template_verversen'),
+             ('finish_template_verversen'), ('markeer_template_verouderd')$$,
     'exactly the API functions run as SECURITY DEFINER'
 );
 SELECT ok(

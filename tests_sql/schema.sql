@@ -10,7 +10,7 @@ SELECT tables_are(
         'bevestiging', 'webhookpositie', 'cluster_epoch', 'klok', 'notify_service',
         'instellingen', 'teller', 'feedaanroep',
         'beheeractie', 'receiptgeschiedenis', 'vaststelling', 'beheerrapport',
-        'webhookvalidatie', 'onderhoudswerk', 'kek'
+        'webhookvalidatie', 'onderhoudswerk', 'kek', 'notifynl_template'
     ],
     'nmc holds the tables of SPEC §3 (plus quota, partitions, clock, services, settings)'
 );

@@ -102,6 +102,13 @@ BEGIN
             ),
             'verwijderd', pg_catalog.to_jsonb(nmc.drop_event_partities())
         );
+    ELSIF v_werk.werk = 'templates' THEN
+        -- Read by nmc.claim_template_verversen (the worker does the HTTP). A worker of the
+        -- previous release knows no such job and calls this: it hands the task back, due
+        -- again in 30 seconds, for a worker of this release to take.
+        PERFORM nmc.plan_onderhoud(p_taak_id, true);
+        UPDATE nmc.taak AS t SET due = nmc.now() + interval '30 seconds' WHERE t.id = p_taak_id;
+        RETURN pg_catalog.jsonb_build_object('werk', v_werk.werk, 'meer', false);
     ELSE
         v_uitkomst := nmc.delete_expired(v_werk.batch);
         -- A batch that came back full: there is more, so the next run is due at once.
@@ -120,7 +127,9 @@ COMMENT ON FUNCTION nmc.run_onderhoud(bigint, integer) IS
 '(settings.event_partitie_breedte wide) and drops what the retention and the live cursors '
 'allow; retentie deletes one batch of expired rows (nmc.delete_expired; due again at once '
 'when a batch came back full). Returns what it did as JSON (counts and partition names, '
-'werk, meer). 22023 for herwrappen (nmc.list_herwrap) or a task that is no maintenance job.';
+'werk, meer); templates (read by the worker through nmc.claim_template_verversen) is '
+'handed back, due in 30 s (a worker of the previous release calls this for it). 22023 for '
+'herwrappen (nmc.list_herwrap) or a task that is no maintenance job.';
 
 CREATE OR REPLACE FUNCTION nmc.list_herwrap(
     p_taak_id bigint, p_claim_epoch integer, p_kek_actief text, p_batch integer DEFAULT 500
