@@ -41,12 +41,12 @@ SELECT d.dv_id, d.naam FROM nmc.find_dienstverlener(%(oin)s::text) AS d
 -- Byte strings in binary (no hex encoding and parsing). sha256_hash: NULL unless the
 -- database asked for it (NMP01).
 SELECT r.notificatie_id, r.nieuw
-FROM nmc.intake_notificatie_v2(
+FROM nmc.intake_notificatie_v3(
     %(id)s::uuid, %(dv_id)s::integer, %(berichttype)s::text, %(regie)s::nmc.regie,
     %(dvref_hmac)b::bytea, %(pepper_versie)s::smallint, %(payload_hmac)b::bytea,
     %(payload_pepper_versie)s::smallint, %(ontvanger)b::bytea, %(gegevens)b::bytea,
     %(sleutel)b::bytea, %(kek_id)s::text, %(geldig_tot)s::timestamptz, %(batch_id)s::uuid,
-    %(trace_id)s::text, %(dienst)s::text, %(vorige_hmacs)b::bytea[],
+    %(trace_id)s::text, %(dienst)s::text, %(namen)s::text, %(vorige_hmacs)b::bytea[],
     %(vorige_payload_hmacs)b::bytea[], %(sha256_hash)b::bytea
 ) AS r
 
@@ -54,13 +54,13 @@ FROM nmc.intake_notificatie_v2(
 -- The arrays go in binary: as text, 1000 items of ciphertext cost ~45 ms of hex
 -- encoding and parsing per batch, more than the inserts themselves.
 SELECT r.item, r.notificatie_id, r.nieuw
-FROM nmc.intake_notificaties_v2(
+FROM nmc.intake_notificaties_v3(
     %(dv_id)s::integer, %(regie)s::nmc.regie, %(pepper_versie)s::smallint,
     %(payload_pepper_versie)s::smallint, %(kek_id)s::text, %(batch_id)s::uuid,
     %(ids)b::uuid[], %(berichttypen)b::text[], %(dvref_hmacs)b::bytea[],
     %(payload_hmacs)b::bytea[], %(ontvangers)b::bytea[], %(gegevens)b::bytea[],
     %(sleutels)b::bytea[], %(geldig_tot)b::timestamptz[], %(trace_ids)b::text[],
-    %(diensten)b::text[], %(vorige_hmacs)b::bytea[], %(vorige_payload_hmacs)b::bytea[],
+    %(diensten)b::text[], %(namen)b::text[], %(vorige_hmacs)b::bytea[], %(vorige_payload_hmacs)b::bytea[],
     %(sha256_hashes)b::bytea[]
 ) AS r
 ORDER BY r.item
@@ -113,6 +113,15 @@ SELECT nmc.count_refused_callback(%(aantal)s::integer)
 
 -- apply_dienstverlener --
 SELECT nmc.apply_dienstverlener(%(config)s::jsonb)
+
+-- list_templates --
+SELECT
+    l.dv_id, l.oin, l.berichttype, l.actief, l.notify_service, l.template_id, l.staat,
+    l.versie, l.placeholders, l.gelezen_op, l.verdwenen_op, l.verversen_na, l.laatste_fout
+FROM nmc.list_templates() AS l
+
+-- lees_templates --
+SELECT l.notify_service, l.template_id FROM nmc.lees_templates(%(alle)s::boolean) AS l
 
 -- list_dienstverleners --
 SELECT
@@ -396,6 +405,22 @@ SELECT nmc.ensure_onderhoud(%(kek_actief)s::text) AS gepland
 
 -- run_onderhoud --
 SELECT nmc.run_onderhoud(%(taak_id)s::bigint, %(claim_epoch)s::integer) AS uitkomst
+
+-- claim_template_verversen --
+-- The maintenance job templates: what to read; each read is recorded with record_template.
+SELECT c.notify_service, c.template_id
+FROM nmc.claim_template_verversen(%(taak_id)s::bigint, %(claim_epoch)s::integer) AS c
+
+-- record_template --
+SELECT nmc.record_template(
+    %(notify_service)s::text, %(template_id)s::uuid, %(uitkomst)s::text, %(versie)s::integer,
+    %(placeholders)s::text[], %(sleutels)s::text[], %(fout)s::text
+) AS staat
+
+-- finish_template_verversen --
+SELECT nmc.finish_template_verversen(
+    %(taak_id)s::bigint, %(claim_epoch)s::integer, %(meer)s::boolean
+) AS due
 
 -- list_herwrap --
 SELECT l.notificatie_id, l.kek_id, l.sleutel_gewrapt

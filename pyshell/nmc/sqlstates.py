@@ -23,6 +23,10 @@ GELDIG_TOT_OUT_OF_RANGE = "NM014"
 CURSOR_EXPIRED = "NM018"
 FEED_RATE_EXCEEDED = "NM019"
 REOPEN_NOT_FAILED = "NM020"
+# The intake against the berichttype's NotifyNL template (DETAIL: the item index; HINT of
+# NM032: the missing placeholder names as a JSON array).
+MISSING_PERSONALISATION = "NM032"
+BERICHTTYPE_UNAVAILABLE = "NM033"
 # Not a refusal: the intake asks for the unkeyed payload hashes, to judge a replay of a row
 # stored before the payload pepper; the call is made again with them.
 SHA256_NEEDED = "NMP01"

@@ -14,6 +14,7 @@ Responses become outcomes by status code and error type only, never by message t
 * send: 201 -> `Accepted`; 400 ValidationError/BadRequestError -> `InvalidAddress`;
 * get by id: 200 -> `Bericht`; 404 -> None (unknown, or past NotifyNL's retention);
 * search by reference: 200 -> list of `Bericht`;
+* get a template: 200 -> its JSON; 404 -> None (nmc.notifynl_templates reads it);
 * 401/403/429/5xx, connection errors, timeouts, no key for the service -> `Deferral`;
   anything else -> `UnexpectedResponse`.
 
@@ -281,6 +282,23 @@ class NotifyNL:
         if not isinstance(items, list):
             raise UnexpectedResponse(f"{SERVICE}-antwoord")
         return [_bericht(item) for item in items]
+
+    # ------------------------------------------------------------ templates (issue 24)
+
+    async def get_template(
+        self, template_id: uuid.UUID | str, *, service: str | None = None
+    ) -> dict[str, Any] | None:
+        """GET /v2/template/{id} with the service's key: the template (200), or None (404:
+        none, or another service's). 401/403 and outages are a `Deferral` as for every call."""
+        response = await self._call(service, "GET", f"/v2/template/{template_id}", None)
+        if response.status_code == 404:
+            return None
+        if response.status_code == 200:
+            data = json_body(response, SERVICE)
+            if isinstance(data, dict):
+                return data
+            raise UnexpectedResponse(f"{SERVICE}-antwoord")
+        raise UnexpectedResponse(f"{SERVICE}-http-{response.status_code}")
 
     async def _call(
         self,
