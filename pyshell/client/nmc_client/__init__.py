@@ -28,10 +28,12 @@ from .api import (
 from .bewijs import Afleverbewijs, BewijsOngeldig, StaticJwks, verify_afleverbewijs
 from .feed import FeedReader, MalformedEvent, PollResult, StatusChange
 from .problems import (
+    BerichttypeUnavailable,
     Conflict,
     CursorExpired,
     Forbidden,
     InvalidInput,
+    MissingPersonalisation,
     NmcClientError,
     NmcProblem,
     NmcUnavailable,
@@ -40,6 +42,7 @@ from .problems import (
     ServerError,
     TooManyRequests,
     Unauthenticated,
+    Unprocessable,
 )
 from .stores import CursorStore, FileCursorStore, MemoryCursorStore
 from .transport import RetryPolicy
@@ -57,6 +60,7 @@ __all__ = [
     "Accepted",
     "Afleverbewijs",
     "BatchAccepted",
+    "BerichttypeUnavailable",
     "BewijsOngeldig",
     "Conflict",
     "CursorExpired",
@@ -70,6 +74,7 @@ __all__ = [
     "JwksUnavailable",
     "MalformedEvent",
     "MemoryCursorStore",
+    "MissingPersonalisation",
     "NmcClient",
     "NmcClientError",
     "NmcProblem",
@@ -85,6 +90,7 @@ __all__ = [
     "StatusChange",
     "TooManyRequests",
     "Unauthenticated",
+    "Unprocessable",
     "WebhookBatch",
     "WebhookRejected",
     "WebhookVerifier",
