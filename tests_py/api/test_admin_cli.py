@@ -30,7 +30,9 @@ def sim_template(notify_env, template_id=TEMPLATE_ID, **template):
     ).raise_for_status()
 
 
-def test_dv_apply_reads_the_templates_and_keeps_their_names(nmc, admin_env, notify_env, tmp_path, conn):
+def test_dv_apply_reads_the_templates_and_keeps_their_names(
+    nmc, admin_env, notify_env, tmp_path, conn
+):
     sim_template(notify_env, subject="Aanslag voor ((Naam))", body="Bedrag: ((bedrag))")
     result = nmc("admin", "dv", "apply", str(write(tmp_path / "dv.json", dv_document(OIN))))
     assert result.exit_code == 0, result.err

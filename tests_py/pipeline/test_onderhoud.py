@@ -114,7 +114,11 @@ async def test_the_templates_job_reads_each_berichttypes_template_and_keeps_it_c
         "beschikbaar", 1, ["Naam", "datum-besluit"], ["naam", "datumbesluit"]
     )  # fmt: skip
     assert timedelta(minutes=14) < template_row(conn)[4] <= timedelta(minutes=15)
-    reads = [r for r in sim_get(sim.notifynl_url, "/_sim/requests") if r["path"].startswith("/v2/template/")]
+    reads = [
+        r
+        for r in sim_get(sim.notifynl_url, "/_sim/requests")
+        if r["path"].startswith("/v2/template/")
+    ]
     assert [r["status"] for r in reads] == [200]
 
     httpx.post(

@@ -44,7 +44,11 @@ def test_a_template_lists_its_placeholders_and_versions(notifynl):
     latest = get(notifynl, f"/v2/template/{TEMPLATE}")
     assert latest.status_code == 200
     data = latest.json()
-    assert (data["type"], data["version"], data["body"]) == ("email", 2, "Op ((datum)): ((bedrag)).")
+    assert (data["type"], data["version"], data["body"]) == (
+        "email",
+        2,
+        "Op ((datum)): ((bedrag)).",
+    )
     assert data["personalisation"] == {
         "naam": {"required": True},
         "datum": {"required": True},

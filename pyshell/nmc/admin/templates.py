@@ -139,7 +139,8 @@ def format_templates(rows: list[dict[str, Any]]) -> str:
             r["staat"],
             "" if r["versie"] is None else str(r["versie"]),
             f"{r['notify_service']}/{r['template_id']}",
-            ", ".join(r["placeholders"]) + (f"  [{r['laatste_fout']}]" if r["laatste_fout"] else ""),
+            ", ".join(r["placeholders"])
+            + (f"  [{r['laatste_fout']}]" if r["laatste_fout"] else ""),
         )
         for r in rows
     ]
@@ -179,9 +180,5 @@ def add_commands(
     templates = group(admin, "templates", "the berichttypen's NotifyNL templates")
     listing = command(templates, "list", cmd_list, "per berichttype its template as last read")
     listing.add_argument("--json", action="store_true")
-    again = command(
-        templates, "verversen", cmd_verversen, "read every template from NotifyNL now"
-    )
-    again.add_argument(
-        "--alleen-verouderd", action="store_true", help="only those due for a read"
-    )
+    again = command(templates, "verversen", cmd_verversen, "read every template from NotifyNL now")
+    again.add_argument("--alleen-verouderd", action="store_true", help="only those due for a read")

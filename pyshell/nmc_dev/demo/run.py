@@ -141,7 +141,7 @@ def _onboard(stack: LocalStack, plan: scenario.Plan, display: Display) -> None:
     document = scenario.dv_document()
     path = stack.state_dir / "dv.json"
     path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    admin.apply_dv(stack.admin_settings, path)
+    admin.apply_dv(stack.admin_settings, path, notify_environ=stack.notify_environ())
     response = httpx.post(f"{stack.profielservice_url}/_sim/parties", json=plan.parties)
     response.raise_for_status()
     codes = ", ".join(b["code"] for b in document["berichttypen"])

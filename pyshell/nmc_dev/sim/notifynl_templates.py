@@ -54,7 +54,9 @@ def placeholders(*texts: str | None) -> list[str]:
 
 def missing(names: list[str], personalisation: Mapping[str, Any]) -> list[str]:
     """The names the personalisation lacks (a null value counts as missing)."""
-    given = {make_key(k) for k, v in personalisation.items() if isinstance(k, str) and v is not None}
+    given = {
+        make_key(k) for k, v in personalisation.items() if isinstance(k, str) and v is not None
+    }
     return [name for name in names if make_key(name) not in given]
 
 
@@ -100,9 +102,7 @@ class SimTemplate:
         latest = self.latest
         if latest.body is None:
             lines = [f"{k}: {v}" for k, v in sorted(personalisation.items())]
-            return render(latest.subject, personalisation), "\n".join(
-                ["Beste ontvanger,", *lines]
-            )
+            return render(latest.subject, personalisation), "\n".join(["Beste ontvanger,", *lines])
         return render(latest.subject, personalisation), render(latest.body, personalisation)
 
     def body(self, base_url: str, version: Version | None = None) -> dict[str, Any]:

@@ -340,7 +340,8 @@ class Year:
             document = year_dv.document(hook_base)
             path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
             admin.onboard_dv(stack.admin_settings, path,
-                             beleid=Adresbeleid.parse(LOOPBACK_NETWORK))  # fmt: skip
+                             beleid=Adresbeleid.parse(LOOPBACK_NETWORK),
+                             notify_environ=stack.notify_environ())  # fmt: skip
         with httpx.Client(timeout=120) as http:
             response = http.post(stack.profielservice_url + "/_sim/parties", json=self.work.parties)
             response.raise_for_status()
