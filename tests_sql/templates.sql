@@ -1,7 +1,7 @@
 -- The berichttypen's NotifyNL templates: recording reads, the maintenance job templates,
 -- marking a template stale, and the intake's two template rules (NM032, NM033).
 BEGIN;
-SELECT plan(29);
+SELECT plan(32);
 \ir fixtures/setup.sql
 
 SELECT nmc.advance_clock('1 hour');
@@ -127,6 +127,16 @@ SELECT is(
     'NM033:0', 'its berichttype is unavailable: the intake refuses with the item index'
 );
 SELECT is(
+    (SELECT m.waarde FROM nmc.metrics() AS m WHERE m.naam = 'nmc_berichttype_niet_beschikbaar'
+        AND m.labels = '{"dv": 1001, "berichttype": "aanslag"}'),
+    1::double precision, 'the metric says so, per DV and berichttype (the alert reads it)'
+);
+SELECT is(
+    (SELECT pg_catalog.count(*)::integer FROM nmc.metrics() AS m
+     WHERE m.naam = 'nmc_berichttype_niet_beschikbaar' AND m.waarde = 0),
+    0, 'a berichttype whose template was never read is not reported'
+);
+SELECT is(
     (SELECT pg_catalog.count(*)::integer FROM nmc.intake_notificatie_v2(
         gen_random_uuid(), 1001, 'aanslag', 'decentraal', pg_temp.b32('v2-2'), 1::smallint,
         pg_temp.b32('p'), 1::smallint, '\x0a', '\x0b', '\x0c', 'kek-1', NULL, NULL,
@@ -157,6 +167,11 @@ SELECT is(
 SELECT is(
     (SELECT pg_catalog.count(*)::integer FROM pg_temp.batch_v3('{aanslag}', '{naam}')),
     1, 'and its berichttype is available again, checked against the new version'
+);
+SELECT is(
+    (SELECT m.waarde FROM nmc.metrics() AS m WHERE m.naam = 'nmc_berichttype_niet_beschikbaar'
+        AND m.labels = '{"dv": 1001, "berichttype": "aanslag"}'),
+    0::double precision, 'and the metric is 0 again'
 );
 
 -- ---------------------------------------------------------------- the job templates
