@@ -78,4 +78,6 @@ def test_every_notification_of_both_mixes_is_one_the_api_takes():
     for regie, body in bodies:
         validate = validate_decentraal if regie == "decentraal" else validate_centraal
         validate(body, now=NOW)
-    assert {key for key, _ in plan.expected()} == {s.status for s in demo.SCENARIOS}
+    assert {key for key, _ in plan.expected()} == {
+        s.status for s in demo.SCENARIOS if s.action != "missing-personalisation"
+    }, "every scenario ends in a status, but the one the intake refuses (it has none)"

@@ -26,7 +26,13 @@ SCENARIOS = scenarios.mix({
     "bezorgd": 26, "vol-dan-bezorgd": 6, "callback-kwijt": 6, "bounce": 6, "vol": 4,
     "technisch": 3, "stil": 3, "c-bezorgd": 20, "c-vol-dan-bezorgd": 4, "c-bounce": 4,
     "c-onbekend": 6, "c-geen-email": 3, "geannuleerd": 4, "verlopen": 5,
+    "zonder-personalisatie": 1,
 })  # fmt: skip
+# The placeholder the demo's NotifyNL templates ask for (set in the simulator before the
+# onboarding reads them); the `zonder-personalisatie` scenario leaves it out.
+TEMPLATE_FIELD = "zaak"
+TEMPLATE_SUBJECT = f"Nieuws over uw zaak (({TEMPLATE_FIELD}))"
+TEMPLATE_BODY = f"Beste ontvanger,\n\nEr is nieuws over uw zaak (({TEMPLATE_FIELD}))."
 
 
 @dataclass
@@ -34,6 +40,7 @@ class Notificatie:
     scenario: Scenario
     body: dict[str, Any]
     id: str | None = None  # the NMC's notificatieId, after intake
+    refusal: tuple[str, str | None] | None = None  # ("geweigerd", problem slug): not taken
 
 
 @dataclass
@@ -45,8 +52,12 @@ class Plan:
         return [n for n in self.notificaties if n.scenario.action == action]
 
     def expected(self) -> dict[tuple[str, str | None], int]:
+        """The final statuses the feed should show (a notification refused at intake has
+        none)."""
         counts: dict[tuple[str, str | None], int] = {}
         for n in self.notificaties:
+            if n.scenario.action == "missing-personalisation":
+                continue
             key = (n.scenario.status, n.scenario.reden)
             counts[key] = counts.get(key, 0) + 1
         return counts
@@ -67,8 +78,10 @@ def build_plan(count: int, run_id: str, *, now: datetime, seed: int = 8) -> Plan
             body: dict[str, Any] = {
                 "dvRef": f"demo-{run_id}-{serial:04d}",
                 "berichtType": "herinnering" if scenario.regie == "decentraal" else "besluit",
-                "berichtgegevens": {"zaak": f"Z-{serial:04d}"},
+                "berichtgegevens": {TEMPLATE_FIELD: f"Z-{serial:04d}"},
             }
+            if scenario.action == "missing-personalisation":
+                body["berichtgegevens"] = {"kenmerk": f"K-{serial:04d}"}
             fields, party = scenarios.recipient(scenario, address, numbers)
             body.update(fields)
             if party:
