@@ -32,7 +32,7 @@ def test_a_mix_keeps_the_order_and_weights_it_is_given():
 
 @pytest.mark.parametrize(
     ("mix", "count", "at_least"),
-    [(demo.SCENARIOS, 20, 1), (demo.SCENARIOS, 137, 1), (workload.SCENARIOS, 600, 3)],
+    [(demo.SCENARIOS, demo.MIN_COUNT, 1), (demo.SCENARIOS, 137, 1), (workload.SCENARIOS, 600, 3)],
 )
 def test_shares_add_up_with_at_least_the_minimum_each(mix, count, at_least):
     split = scenarios.shares(count, mix, at_least)

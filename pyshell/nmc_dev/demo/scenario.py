@@ -16,14 +16,14 @@ from nmc_dev.scenarios import Action, Scenario
 DEMO_OIN = "00000001823288444000"
 DEMO_NAAM = "Gemeente Voorbeeld"
 DOMAIN = "demo.voorbeeld.nl"
-MIN_COUNT = 20
+MIN_COUNT = 30
 BATCH_SIZE = 25
 SINGLE_SHARE = 0.3  # of the main wave, submitted one by one; the rest in batches
 SHORT_VALIDITY = timedelta(minutes=30)  # geldigTot of the `verlopen` scenario
 # The demo's mix, in percent. The cancelled and the short-lived ones go in before any worker
 # runs (nmc_dev.demo.run), so they end as geannuleerd and verlopen.
 SCENARIOS = scenarios.mix({
-    "bezorgd": 26, "vol-dan-bezorgd": 6, "callback-kwijt": 6, "bounce": 6, "vol": 4,
+    "bezorgd": 25, "vol-dan-bezorgd": 6, "callback-kwijt": 6, "bounce": 6, "vol": 4,
     "technisch": 3, "stil": 3, "c-bezorgd": 20, "c-vol-dan-bezorgd": 4, "c-bounce": 4,
     "c-onbekend": 6, "c-geen-email": 3, "geannuleerd": 4, "verlopen": 5,
     "zonder-personalisatie": 1,
