@@ -77,6 +77,9 @@ GRANT EXECUTE ON FUNCTION nmc.finish_verzenden(bigint, integer, text, uuid, uuid
 GRANT EXECUTE ON FUNCTION nmc.finish_verzenden_batch(
     bigint[], integer[], text[], uuid[], uuid[]
 ) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.finish_verzenden_batch_v2(
+    bigint[], integer[], text[], uuid[], uuid[], integer[]
+) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.record_contactgegevens(bigint[], integer[], uuid[]) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.process_receipts(integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.claim_navraag(text, integer) TO nmc_worker;

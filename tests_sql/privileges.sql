@@ -66,6 +66,7 @@ SELECT set_eq(
         ('nmc.fail_taak(bigint,integer,text)'),
         ('nmc.finish_verzenden(bigint,integer,text,uuid,uuid)'),
         ('nmc.finish_verzenden_batch(bigint[],integer[],text[],uuid[],uuid[])'),
+        ('nmc.finish_verzenden_batch_v2(bigint[],integer[],text[],uuid[],uuid[],integer[])'),
         ('nmc.record_contactgegevens(bigint[],integer[],uuid[])'),
         ('nmc.process_receipts(integer)'),
         ('nmc.claim_navraag(text,integer)'),
@@ -176,7 +177,8 @@ SELECT set_eq(
              ('finish_beheerrapport'), ('claim_terugkoppelen_v2'), ('record_webhookvalidatie'),
              ('ensure_onderhoud'), ('run_onderhoud'), ('list_herwrap'), ('finish_herwrap'),
              ('set_event_partitie_breedte'), ('record_template'), ('claim_template_verversen'),
-             ('finish_template_verversen'), ('markeer_template_verouderd')$$,
+             ('finish_template_verversen'), ('markeer_template_verouderd'),
+             ('finish_verzenden_batch_v2')$$,
     'exactly the API functions run as SECURITY DEFINER'
 );
 SELECT ok(

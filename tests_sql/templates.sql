@@ -1,7 +1,7 @@
 -- The berichttypen's NotifyNL templates: recording reads, the maintenance job templates,
 -- marking a template stale, and the intake's two template rules (NM032, NM033).
 BEGIN;
-SELECT plan(32);
+SELECT plan(36);
 \ir fixtures/setup.sql
 
 SELECT nmc.advance_clock('1 hour');
@@ -236,6 +236,37 @@ SELECT is(
 SELECT is(
     (SELECT k.due - nmc.now() FROM nmc.taak AS k WHERE k.id = :taak_id AND k.staat = 'open'),
     interval '30 seconds', 'and hands the task back, due in 30 seconds'
+);
+
+-- ---------------------------------------------------------------- the attempt's version
+SELECT nmc.record_template('standaard', 'a0a0a0a0-0000-4000-8000-000000000001', 'gelezen', 4,
+    '{}', '{}', NULL);
+SELECT r.notificatie_id AS sent FROM pg_temp.batch_v3('{aanslag,aanslag}', '{"",""}') AS r
+ORDER BY r.item LIMIT 1 \gset
+DELETE FROM nmc.taak WHERE soort = 'verzenden' AND notificatie_id <> :'sent';
+SELECT k.taak_id AS st, k.claim_epoch AS se, k.poging_id AS sp
+FROM nmc.claim_verzenden('w1', 10) AS k \gset
+SELECT is(
+    pg_temp.fout(format($$SELECT * FROM nmc.finish_verzenden_batch_v2(ARRAY[%s::bigint],
+        ARRAY[%s], '{verzonden}', '{e0e0e0e0-0000-4000-8000-0000000000f1}', '{NULL}', '{}')$$,
+        :st, :se)),
+    '22023:', 'one template version per item'
+);
+SELECT results_eq(
+    format($$SELECT item, status::text, fout FROM nmc.finish_verzenden_batch_v2(
+        ARRAY[%s::bigint], ARRAY[%s], '{verzonden}', '{e0e0e0e0-0000-4000-8000-0000000000f1}',
+        '{NULL}', '{4}')$$, :st, :se),
+    $$VALUES (1, 'verzonden', NULL::text)$$,
+    'finish_verzenden_batch_v2 commits the outcome as finish_verzenden_batch does'
+);
+SELECT is(
+    (SELECT p.template_versie FROM nmc.poging AS p WHERE p.id = :'sp'), 4,
+    'and keeps on the attempt the template version NotifyNL rendered'
+);
+SELECT is(
+    nmc.bewijs_pogingen_json((SELECT n FROM nmc.notificatie AS n WHERE n.id = :'sent'), false)
+    #> '{0,templateVersie}',
+    '4'::jsonb, 'the delivery proof shows it per attempt'
 );
 
 SELECT * FROM finish();

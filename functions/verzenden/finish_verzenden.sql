@@ -268,6 +268,48 @@ IS
 'failed attempt 1 temporarily or technically (between the 201 and this commit, while the '
 'task was still claimed) plans the resend that receipt could not.';
 
+-- The template version NotifyNL rendered (its 201's template.version), kept on the attempt
+-- for the delivery proof. Beside the outcome rather than inside it: the outcome's rules stay
+-- in nmc.finish_verzenden_batch, which this calls first.
+CREATE OR REPLACE FUNCTION nmc.finish_verzenden_batch_v2(
+    p_taak_ids bigint[],
+    p_claim_epochs integer[],
+    p_uitkomsten text[],
+    p_notifynl_ids uuid[],
+    p_contactgegeven_ids uuid[],
+    p_template_versies integer[]
+)
+RETURNS TABLE (item integer, status nmc.notificatie_status, fout text)
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+BEGIN
+    IF coalesce(pg_catalog.cardinality(p_template_versies), 0)
+        <> coalesce(pg_catalog.cardinality(p_taak_ids), 0) THEN
+        RAISE EXCEPTION 'the arrays differ in length' USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY
+    SELECT r.item, r.status, r.fout
+    FROM nmc.finish_verzenden_batch(
+        p_taak_ids, p_claim_epochs, p_uitkomsten, p_notifynl_ids, p_contactgegeven_ids
+    ) AS r;
+    -- The attempt that now holds the NotifyNL id (only a committed verzonden item's does).
+    UPDATE nmc.poging AS p SET template_versie = u.versie
+    FROM unnest(p_uitkomsten, p_notifynl_ids, p_template_versies) AS u (uitkomst, id, versie)
+    WHERE u.uitkomst = 'verzonden' AND u.versie >= 1 AND p.notifynl_id = u.id
+        AND p.template_versie IS DISTINCT FROM u.versie;
+END
+$$;
+COMMENT ON FUNCTION nmc.finish_verzenden_batch_v2(
+    bigint[], integer[], text[], uuid[], uuid[], integer[]
+) IS
+'nmc.finish_verzenden_batch (the outcomes, their rules and refusals, unchanged), then per '
+'verzonden item the version of the NotifyNL template its 201 named (p_template_versies, '
+'NULL when unknown: a send found by reference) on the attempt holding its NotifyNL id, for '
+'the delivery proof. 22023 when p_template_versies differs in length.';
+
 CREATE OR REPLACE FUNCTION nmc.finish_verzenden(
     p_taak_id bigint,
     p_claim_epoch integer,

@@ -10,6 +10,7 @@ reads them; what an answer means is nmc.record_template's. Names and version onl
 
 import argparse
 import asyncio
+import concurrent.futures
 import json
 import os
 import uuid
@@ -69,7 +70,14 @@ def read_templates(
             notifynl = NotifyNL(client, base_url, keys)
             return {t: await lees_template(notifynl, *t) for t in templates}
 
-    return asyncio.run(read_all())
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(read_all())
+    # Called from a running event loop (the demo onboards from its own): a loop of its own,
+    # in a thread.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(lambda: asyncio.run(read_all())).result()
 
 
 def refusals(lezingen: Mapping[Template, Lezing], codes: Mapping[Template, list[str]]) -> list[str]:
