@@ -168,9 +168,9 @@ ORDER BY l.item
 -- finish_verzenden_batch --
 -- The worker's group commit of send outcomes: per item the status, or fout (a SQLSTATE).
 SELECT r.item, r.status::text AS status, r.fout
-FROM nmc.finish_verzenden_batch(
+FROM nmc.finish_verzenden_batch_v2(
     %(taak_ids)b::bigint[], %(claim_epochs)b::integer[], %(uitkomsten)b::text[],
-    %(notifynl_ids)b::uuid[], %(contactgegeven_ids)b::uuid[]
+    %(notifynl_ids)b::uuid[], %(contactgegeven_ids)b::uuid[], %(template_versies)b::integer[]
 ) AS r
 ORDER BY r.item
 

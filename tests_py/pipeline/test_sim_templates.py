@@ -4,7 +4,7 @@ edits of `/_sim/templates`."""
 
 import httpx
 import pytest
-from pipelinetest import configure_notifynl
+from pipelinetest import TEMPLATE_ID, configure_notifynl
 from test_pipeline_sims import SEND, SERVICE_ID, TEMPLATE, send, token
 
 from nmc_dev.sim.notifynl_templates import missing, placeholders
@@ -115,3 +115,18 @@ def test_a_configured_template_without_edits_has_no_placeholders(notifynl, sims)
     other = "a0a0a0a0-0000-4000-8000-0000000000ff"
     assert get(notifynl, f"/v2/template/{other}").status_code == 404
     configure_notifynl(sims, templates={})
+
+
+async def test_the_attempt_keeps_the_version_notifynl_rendered(sim, worker, intake, conn):
+    """Issue 24 item 5: the 201's template.version, on the attempt, in the delivery proof."""
+    for body in ("Beste ((naam)).", "Hallo ((naam))."):
+        httpx.post(
+            f"{sim.notifynl_url}/_sim/templates",
+            json={"template_id": TEMPLATE_ID, "subject": "s", "body": body},
+        ).raise_for_status()
+    notificatie_id = intake("bezorgd+versie@voorbeeld.nl", gegevens={"naam": "N"})
+    assert await worker.drain(["verzenden"]) == 1
+    assert conn.execute(
+        "SELECT p.template_versie FROM nmc.poging AS p WHERE p.notificatie_id = %s",
+        [notificatie_id],
+    ).fetchone() == (2,)

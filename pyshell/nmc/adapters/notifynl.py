@@ -174,9 +174,11 @@ def bearer_token(key: ApiKey, now: float | None = None) -> str:
 
 @dataclass(frozen=True)
 class Accepted:
-    """NotifyNL accepted the e-mail (201)."""
+    """NotifyNL accepted the e-mail (201); `template_versie`: the version of the template it
+    rendered (the 201's template.version; None when it names none)."""
 
     notifynl_id: uuid.UUID
+    template_versie: int | None = None
 
 
 @dataclass(frozen=True)
@@ -242,7 +244,9 @@ class NotifyNL:
         response = await self._call(service, "POST", "/v2/notifications/email", headers, json=body)
         if response.status_code == 201:
             data = json_body(response, SERVICE)
-            return Accepted(notifynl_id=_uuid(data.get("id") if isinstance(data, dict) else None))
+            if not isinstance(data, dict):
+                data = {}
+            return Accepted(notifynl_id=_uuid(data.get("id")), template_versie=_versie(data))
         if response.status_code == 400:
             types = error_types(json_body(response, SERVICE))
             refusal = next((t for t in types if t in INVALID_ADDRESS_ERRORS), None)
@@ -337,6 +341,16 @@ def _bericht(data: Any) -> Bericht:
         sent_at=_timestamp(data.get("sent_at")),
         completed_at=_timestamp(data.get("completed_at")),
     )
+
+
+def _versie(data: Mapping[str, Any]) -> int | None:
+    """The 201's template.version: a positive integer, else None (never a refusal: the
+    e-mail was accepted)."""
+    template = data.get("template")
+    version = template.get("version") if isinstance(template, dict) else None
+    if isinstance(version, int) and not isinstance(version, bool) and version >= 1:
+        return version
+    return None
 
 
 def _uuid(value: Any) -> uuid.UUID:
