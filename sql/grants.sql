@@ -129,6 +129,8 @@ GRANT EXECUTE ON FUNCTION nmc.resume_webhook(integer) TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.ensure_beheerrapporten() TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.begin_beheerrapport(bigint, integer, double precision)
 TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.begin_beheerrapport_v2(bigint, integer, double precision)
+TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.finish_beheerrapport(bigint, integer, uuid, text, uuid)
 TO nmc_worker;
 

@@ -98,6 +98,7 @@ SELECT set_eq(
         ('nmc.record_webhookvalidatie(integer,text,text,text)'),
         ('nmc.ensure_beheerrapporten()'),
         ('nmc.begin_beheerrapport(bigint,integer,double precision)'),
+        ('nmc.begin_beheerrapport_v2(bigint,integer,double precision)'),
         ('nmc.finish_beheerrapport(bigint,integer,uuid,text,uuid)')$$,
     'nmc_worker may execute exactly the worker functions'
 );
@@ -178,7 +179,7 @@ SELECT set_eq(
              ('ensure_onderhoud'), ('run_onderhoud'), ('list_herwrap'), ('finish_herwrap'),
              ('set_event_partitie_breedte'), ('record_template'), ('claim_template_verversen'),
              ('finish_template_verversen'), ('markeer_template_verouderd'),
-             ('finish_verzenden_batch_v2')$$,
+             ('finish_verzenden_batch_v2'), ('begin_beheerrapport_v2')$$,
     'exactly the API functions run as SECURITY DEFINER'
 );
 SELECT ok(

@@ -1,7 +1,7 @@
 -- The berichttypen's NotifyNL templates: recording reads, the maintenance job templates,
 -- marking a template stale, and the intake's two template rules (NM032, NM033).
 BEGIN;
-SELECT plan(36);
+SELECT plan(38);
 \ir fixtures/setup.sql
 
 SELECT nmc.advance_clock('1 hour');
@@ -267,6 +267,29 @@ SELECT is(
     nmc.bewijs_pogingen_json((SELECT n FROM nmc.notificatie AS n WHERE n.id = :'sent'), false)
     #> '{0,templateVersie}',
     '4'::jsonb, 'the delivery proof shows it per attempt'
+);
+
+-- ---------------------------------------------------------------- the beheer report
+SELECT nmc.record_template('standaard', 'a0a0a0a0-0000-4000-8000-000000000001', 'verdwenen',
+    NULL, NULL, NULL, NULL);
+UPDATE nmc.dienstverlener SET beheerkanaal = 'https://dv.example/beheer' WHERE dv_id = 1001;
+DELETE FROM nmc.taak WHERE soort = 'beheerrapport';
+SELECT nmc.ensure_beheerrapporten();
+UPDATE nmc.taak SET due = nmc.now() WHERE soort = 'beheerrapport';
+SELECT c.taak_id AS bt, c.claim_epoch AS be FROM nmc.claim_taken('beheerrapport', 'w', 10) AS c
+WHERE c.dv_id = 1001 \gset
+SELECT results_eq(
+    format('SELECT niet_beschikbaar, te_melden FROM nmc.begin_beheerrapport_v2(%s, %s, 0.3)',
+        :bt, :be),
+    $$VALUES ('{aanslag}'::text[], true)$$,
+    'the DV''s beheer report names its unavailable berichttypen and is sent for them'
+);
+SELECT results_eq(
+    format($$SELECT b.rapport_id, b.onbevestigd, b.te_melden, b.budget
+             FROM nmc.begin_beheerrapport(%s, %s, 0.3) AS b$$, :bt, :be),
+    format($$SELECT b.rapport_id, b.onbevestigd, b.onbevestigd > 0 OR b.boven_drempel, b.budget
+             FROM nmc.begin_beheerrapport_v2(%s, %s, 0.3) AS b$$, :bt, :be),
+    'the previous release''s form gives the same report, te_melden as it judged it'
 );
 
 SELECT * FROM finish();

@@ -75,7 +75,7 @@ COMMENT ON FUNCTION nmc.ensure_beheerrapporten() IS
 'a DV whose report task is mislukt (it waits for an operator). Workers call it at their '
 'first round and then once a minute; idempotent. Returns how many tasks it planned.';
 
-CREATE OR REPLACE FUNCTION nmc.begin_beheerrapport(
+CREATE OR REPLACE FUNCTION nmc.begin_beheerrapport_v2(
     p_taak_id bigint, p_claim_epoch integer, p_drempel double precision
 )
 RETURNS TABLE (
@@ -83,7 +83,7 @@ RETURNS TABLE (
     onbevestigd integer, afgekapt boolean, oudste timestamptz, bevestigingstermijn interval,
     notificatie_ids uuid[], aandeel double precision, drempel double precision,
     boven_drempel boolean, te_melden boolean, afgerond boolean, template_id uuid,
-    notify_service text, budget boolean
+    notify_service text, budget boolean, niet_beschikbaar text[]
 )
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -104,6 +104,7 @@ DECLARE
     v_aandeel double precision;
     v_boven boolean;
     v_budget boolean := false;
+    v_niet text [];
 BEGIN
     IF v_taak.soort <> 'beheerrapport' OR v_taak.payload ->> 'werk' IS DISTINCT FROM 'beheerrapport'
         THEN
@@ -118,7 +119,7 @@ BEGIN
             NULL::uuid, v_taak.dv_id, v_dv.oin, v_dv.naam, NULL::text, v_dag, 0, false,
             NULL::timestamptz, v_dv.bevestigingstermijn, '{}'::uuid [], NULL::double precision,
             p_drempel, false, false, false, v_i.beheerrapport_template_id,
-            v_i.beheerrapport_notify_service, false;
+            v_i.beheerrapport_notify_service, false, '{}'::text [];
         RETURN;
     END IF;
 
@@ -132,7 +133,8 @@ BEGIN
             v_rapport.onbevestigd, v_rapport.onbevestigd_afgekapt, NULL::timestamptz,
             v_dv.bevestigingstermijn, '{}'::uuid [], v_rapport.geen_contactgegevens_aandeel,
             v_rapport.geen_contactgegevens_drempel, v_rapport.boven_drempel, false, true,
-            v_i.beheerrapport_template_id, v_i.beheerrapport_notify_service, false;
+            v_i.beheerrapport_template_id, v_i.beheerrapport_notify_service, false,
+            '{}'::text [];
         RETURN;
     END IF;
 
@@ -189,6 +191,14 @@ BEGIN
     FROM nmc.notificatie AS n
     WHERE n.dv_id = v_dv.dv_id AND n.regie = 'centraal' AND n.terminaal_op IS NOT NULL;
     v_boven := coalesce(v_aandeel > p_drempel, false);
+    -- The DV's berichttypen whose NotifyNL template is gone (the intake refuses them, NM033).
+    v_niet := ARRAY(
+        SELECT b.code FROM nmc.berichttype AS b
+        INNER JOIN nmc.notifynl_template AS t
+            ON t.notify_service = b.notify_service AND t.template_id = b.notifynl_template_id
+        WHERE b.dv_id = v_dv.dv_id AND b.actief AND t.staat = 'verdwenen'
+        ORDER BY b.code
+    );
 
     -- The same report all day: a try after a lost answer keeps its id (the NotifyNL
     -- reference), with the counts as they are now.
@@ -212,18 +222,19 @@ BEGIN
     -- budget is the only user of NotifyNL's rate limit), once a template is configured.
     IF v_soort = 'https' THEN
         v_budget := true;
-    ELSIF (v_aantal > 0 OR v_boven) AND v_i.beheerrapport_template_id IS NOT NULL THEN
+    ELSIF (v_aantal > 0 OR v_boven OR pg_catalog.cardinality(v_niet) > 0)
+        AND v_i.beheerrapport_template_id IS NOT NULL THEN
         v_budget := nmc.take_budget(v_i.beheerrapport_notify_service, 'verzenden', 1) > 0;
     END IF;
 
     RETURN QUERY SELECT
         v_rapport.id, v_dv.dv_id, v_dv.oin, v_dv.naam, v_dv.beheerkanaal, v_dag, v_aantal,
         v_rapport.onbevestigd_afgekapt, v_oudste, v_dv.bevestigingstermijn, v_ids, v_aandeel,
-        p_drempel, v_boven, v_aantal > 0 OR v_boven, false, v_i.beheerrapport_template_id,
-        v_i.beheerrapport_notify_service, v_budget;
+        p_drempel, v_boven, v_aantal > 0 OR v_boven OR pg_catalog.cardinality(v_niet) > 0,
+        false, v_i.beheerrapport_template_id, v_i.beheerrapport_notify_service, v_budget, v_niet;
 END
 $$;
-COMMENT ON FUNCTION nmc.begin_beheerrapport(bigint, integer, double precision) IS
+COMMENT ON FUNCTION nmc.begin_beheerrapport_v2(bigint, integer, double precision) IS
 'For the claimed beheerrapport task (fenced by epoch): today''s (Europe/Amsterdam) report of '
 'its DV, recorded in nmc.beheerrapport (one per DV and day; a later try keeps its id): the '
 'channel (NULL: the DV is inactive or has no mailto:/https: channel, close the task), the '
@@ -231,9 +242,37 @@ COMMENT ON FUNCTION nmc.begin_beheerrapport(bigint, integer, double precision) I
 'afgekapt when settings.onbevestigd_telgrens was reached, the oldest, at most '
 'settings.beheerrapport_max_ids notification ids, oldest first), its share of '
 'geen-contactgegevens among finished centraal notifications and whether it is above '
-'p_drempel; te_melden when either needs reporting; afgerond when today''s report was '
+'p_drempel; niet_beschikbaar: the codes of its active berichttypen whose NotifyNL template '
+'is gone (unavailable); te_melden when any of these needs reporting; afgerond when today''s report was '
 'finished already; the template and Notify service of the e-mail; budget: an e-mail took '
 'its send token (false: wait, or no template), an https: call always may.';
+
+CREATE OR REPLACE FUNCTION nmc.begin_beheerrapport(
+    p_taak_id bigint, p_claim_epoch integer, p_drempel double precision
+)
+RETURNS TABLE (
+    rapport_id uuid, dv_id integer, oin text, naam text, kanaal text, dag date,
+    onbevestigd integer, afgekapt boolean, oudste timestamptz, bevestigingstermijn interval,
+    notificatie_ids uuid[], aandeel double precision, drempel double precision,
+    boven_drempel boolean, te_melden boolean, afgerond boolean, template_id uuid,
+    notify_service text, budget boolean
+)
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT
+        b.rapport_id, b.dv_id, b.oin, b.naam, b.kanaal, b.dag, b.onbevestigd, b.afgekapt,
+        b.oudste, b.bevestigingstermijn, b.notificatie_ids, b.aandeel, b.drempel,
+        b.boven_drempel, b.te_melden AND (b.onbevestigd > 0 OR b.boven_drempel), b.afgerond,
+        b.template_id, b.notify_service, b.budget
+    FROM nmc.begin_beheerrapport_v2(p_taak_id, p_claim_epoch, p_drempel) AS b
+$$;
+COMMENT ON FUNCTION nmc.begin_beheerrapport(bigint, integer, double precision) IS
+'The beheer report of the previous release (superseded by nmc.begin_beheerrapport_v2, which '
+'also lists the unavailable berichttypen; kept for a rolling deploy, to be dropped in a '
+'later release): the same report without niet_beschikbaar, te_melden as that release '
+'judged it (overdue statuses or geen-contactgegevens above the threshold).';
 
 CREATE OR REPLACE FUNCTION nmc.finish_beheerrapport(
     p_taak_id bigint, p_claim_epoch integer, p_rapport_id uuid, p_uitkomst text,

@@ -245,8 +245,8 @@ SELECT nmc.ensure_beheerrapporten()
 SELECT b.rapport_id, b.dv_id, b.oin, b.naam, b.kanaal, b.dag, b.onbevestigd, b.afgekapt,
     b.oudste, b.bevestigingstermijn::text AS bevestigingstermijn, b.notificatie_ids, b.aandeel,
     b.drempel, b.boven_drempel, b.te_melden, b.afgerond, b.template_id, b.notify_service,
-    b.budget
-FROM nmc.begin_beheerrapport(
+    b.budget, b.niet_beschikbaar
+FROM nmc.begin_beheerrapport_v2(
     %(taak_id)s::bigint, %(claim_epoch)s::integer, %(drempel)s::double precision
 ) AS b
 

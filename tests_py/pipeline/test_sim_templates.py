@@ -130,3 +130,22 @@ async def test_the_attempt_keeps_the_version_notifynl_rendered(sim, worker, inta
         "SELECT p.template_versie FROM nmc.poging AS p WHERE p.notificatie_id = %s",
         [notificatie_id],
     ).fetchone() == (2,)
+
+
+def test_the_beheer_report_names_the_unavailable_berichttypen():
+    """Issue 24: the DV's beheer report says which berichttypen are unavailable."""
+    from datetime import date
+    from types import SimpleNamespace
+
+    from nmc.worker.beheerrapport import personalisation, report_data
+
+    rapport = SimpleNamespace(
+        oin="00000001234567890000", naam="Gemeente", dag=date(2026, 12, 1), onbevestigd=0,
+        afgekapt=False, bevestigingstermijn="7 days", oudste=None, notificatie_ids=[],
+        aandeel=None, drempel=0.3, boven_drempel=False, niet_beschikbaar=["aanslag", "besluit"],
+    )  # fmt: skip
+    data = report_data(rapport)
+    assert data["nietBeschikbaar"] == {"berichttypen": ["aanslag", "besluit"]}
+    assert personalisation(data)["berichttypen_niet_beschikbaar"] == "aanslag, besluit"
+    none = report_data(SimpleNamespace(**{**vars(rapport), "niet_beschikbaar": []}))
+    assert personalisation(none)["berichttypen_niet_beschikbaar"] == "(geen)"

@@ -8,7 +8,8 @@ its own whose NotifyNL callback does not point at the NMC (a receipt for a repor
 attempt and is counted as an unknown reference). The template receives as personalisation:
 dienstverlener, oin, dag, onbevestigd_aantal, bevestigingstermijn, onbevestigd_oudste,
 notificatie_ids (one per line), notificatie_ids_meer, geen_contactgegevens_aandeel,
-geen_contactgegevens_drempel, geen_contactgegevens_boven_drempel.
+geen_contactgegevens_drempel, geen_contactgegevens_boven_drempel,
+berichttypen_niet_beschikbaar (the DV's berichttypen whose NotifyNL template is gone).
 """
 
 import argparse

@@ -1,6 +1,7 @@
 """The daily beheer report (`beheerrapport`, ADR 0024): once a day per DV with a beheer
-channel, its unacknowledged terminal statuses past its bevestigingstermijn and a flag when its
-share of geen-contactgegevens is above the threshold (NMC_GEEN_CONTACTGEGEVENS_DREMPEL, the
+channel, its unacknowledged terminal statuses past its bevestigingstermijn, its berichttypen
+whose NotifyNL template is gone (unavailable) and a flag when its share of
+geen-contactgegevens is above the threshold (NMC_GEEN_CONTACTGEGEVENS_DREMPEL, the
 one /metrics uses). Notification ids and counts only: no personal data.
 
 One open task per DV, planned by nmc.ensure_beheerrapporten (this kind calls it at its first
@@ -179,12 +180,15 @@ def report_data(rapport) -> dict[str, Any]:
             "drempel": rapport.drempel,
             "bovenDrempel": bool(rapport.boven_drempel),
         },
+        # Berichttypen whose NotifyNL template is gone: the intake refuses them (422).
+        "nietBeschikbaar": {"berichttypen": list(rapport.niet_beschikbaar or ())},
     }
 
 
 def personalisation(data: dict[str, Any]) -> dict[str, str]:
     """The report as the template's personalisation (NotifyNL takes strings only)."""
     onbevestigd, geen = data["onbevestigd"], data["geenContactgegevens"]
+    niet = data["nietBeschikbaar"]["berichttypen"]
     ids = onbevestigd["notificatieIds"]
     aantal = onbevestigd["aantal"]
     return {
@@ -199,6 +203,7 @@ def personalisation(data: dict[str, Any]) -> dict[str, str]:
         "geen_contactgegevens_aandeel": _percent(geen["aandeel"]),
         "geen_contactgegevens_drempel": _percent(geen["drempel"]),
         "geen_contactgegevens_boven_drempel": "ja" if geen["bovenDrempel"] else "nee",
+        "berichttypen_niet_beschikbaar": ", ".join(niet) if niet else "(geen)",
     }
 
 
