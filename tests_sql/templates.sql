@@ -1,7 +1,7 @@
 -- The berichttypen's NotifyNL templates: recording reads, the maintenance job templates,
 -- marking a template stale, and the intake's two template rules (NM032, NM033).
 BEGIN;
-SELECT plan(38);
+SELECT plan(41);
 \ir fixtures/setup.sql
 
 SELECT nmc.advance_clock('1 hour');
@@ -80,8 +80,10 @@ SELECT is(
 
 -- ---------------------------------------------------------------- NM032
 SELECT is(
-    (SELECT pg_catalog.count(*)::integer
-     FROM pg_temp.batch_v3('{aanslag}', '{"naam datumbesluit extra"}')),
+    (
+        SELECT pg_catalog.count(*)::integer
+        FROM pg_temp.batch_v3('{aanslag}', '{"naam datumbesluit extra"}')
+    ),
     1, 'every placeholder present (extra fields allowed): accepted'
 );
 SELECT is(
@@ -127,13 +129,19 @@ SELECT is(
     'NM033:0', 'its berichttype is unavailable: the intake refuses with the item index'
 );
 SELECT is(
-    (SELECT m.waarde FROM nmc.metrics() AS m WHERE m.naam = 'nmc_berichttype_niet_beschikbaar'
-        AND m.labels = '{"dv": 1001, "berichttype": "aanslag"}'),
+    (
+        SELECT
+            m.waarde FROM nmc.metrics() AS m WHERE
+            m.naam = 'nmc_berichttype_niet_beschikbaar'
+            AND m.labels = '{"dv": 1001, "berichttype": "aanslag"}'
+    ),
     1::double precision, 'the metric says so, per DV and berichttype (the alert reads it)'
 );
 SELECT is(
-    (SELECT pg_catalog.count(*)::integer FROM nmc.metrics() AS m
-     WHERE m.naam = 'nmc_berichttype_niet_beschikbaar' AND m.waarde = 0),
+    (
+        SELECT pg_catalog.count(*)::integer FROM nmc.metrics() AS m
+        WHERE m.naam = 'nmc_berichttype_niet_beschikbaar' AND m.waarde = 0
+    ),
     0, 'a berichttype whose template was never read is not reported'
 );
 SELECT is(
@@ -169,8 +177,12 @@ SELECT is(
     1, 'and its berichttype is available again, checked against the new version'
 );
 SELECT is(
-    (SELECT m.waarde FROM nmc.metrics() AS m WHERE m.naam = 'nmc_berichttype_niet_beschikbaar'
-        AND m.labels = '{"dv": 1001, "berichttype": "aanslag"}'),
+    (
+        SELECT
+            m.waarde FROM nmc.metrics() AS m WHERE
+            m.naam = 'nmc_berichttype_niet_beschikbaar'
+            AND m.labels = '{"dv": 1001, "berichttype": "aanslag"}'
+    ),
     0::double precision, 'and the metric is 0 again'
 );
 
@@ -180,29 +192,37 @@ SELECT nmc.ensure_onderhoud('kek-1');
 SELECT c.taak_id, c.claim_epoch FROM nmc.claim_taken('onderhoud', 'w1', 10) AS c
 WHERE c.payload ->> 'werk' = 'templates' \gset
 SELECT set_eq(
-    format('SELECT notify_service, template_id FROM nmc.claim_template_verversen(%s, %s)',
-        :taak_id, :claim_epoch),
+    format(
+        'SELECT notify_service, template_id FROM nmc.claim_template_verversen(%s, %s)',
+        :taak_id, :claim_epoch
+    ),
     $$VALUES ('standaard', 'a0a0a0a0-0000-4000-8000-000000000002'::uuid),
              ('standaard', 'a0a0a0a0-0000-4000-8000-000000000003'::uuid)$$,
     'the job reads the templates of active berichttypen not read yet (the read one is not due)'
 );
 SELECT is(
-    pg_temp.fout(format('SELECT * FROM nmc.claim_template_verversen(%s, %s)',
-        :taak_id, :claim_epoch - 1)),
+    pg_temp.fout(format(
+        'SELECT * FROM nmc.claim_template_verversen(%s, %s)',
+        :taak_id, :claim_epoch - 1
+    )),
     'NM011:', 'fenced by the claim epoch'
 );
 SELECT is(
-    nmc.finish_template_verversen(:taak_id, :claim_epoch, false),
+    nmc.finish_template_verversen(:taak_id, :claim_epoch, FALSE),
     nmc.now(), 'with templates still due (never read) the next run is due at once'
 );
 SELECT is(
     (SELECT t.staat::text FROM nmc.taak AS t WHERE t.id = :taak_id), 'open',
     'the task is open again'
 );
-SELECT nmc.record_template('standaard', 'a0a0a0a0-0000-4000-8000-000000000002', 'gelezen', 1,
-    '{}', '{}', NULL);
-SELECT nmc.record_template('standaard', 'a0a0a0a0-0000-4000-8000-000000000003', 'gelezen', 1,
-    '{}', '{}', NULL);
+SELECT nmc.record_template(
+    'standaard', 'a0a0a0a0-0000-4000-8000-000000000002', 'gelezen', 1,
+    '{}', '{}', NULL
+);
+SELECT nmc.record_template(
+    'standaard', 'a0a0a0a0-0000-4000-8000-000000000003', 'gelezen', 1,
+    '{}', '{}', NULL
+);
 SELECT c.claim_epoch AS epoch2 FROM nmc.claim_taken('onderhoud', 'w1', 10) AS c
 WHERE c.taak_id = :taak_id \gset
 SELECT is_empty(
@@ -210,8 +230,28 @@ SELECT is_empty(
     'nothing due: nothing to read'
 );
 SELECT is(
-    nmc.finish_template_verversen(:taak_id, :epoch2, false) - nmc.now(),
+    nmc.finish_template_verversen(:taak_id, :epoch2, FALSE) - nmc.now(),
     interval '15 minutes', 'then the next run after the job''s 15 minutes'
+);
+
+-- ---------------------------------------------------------------- listing and reading on demand
+SELECT results_eq(
+    $$SELECT berichttype, staat, versie, placeholders FROM nmc.list_templates()
+      WHERE dv_id = 1001 ORDER BY berichttype$$,
+    $$VALUES ('aanslag', 'beschikbaar', 4, '{naam}'::text[]),
+             ('alleen-centraal', 'beschikbaar', 1, '{}'::text[])$$,
+    'list_templates: per berichttype its template as last read'
+);
+SELECT is(
+    (SELECT pg_catalog.count(*)::integer FROM nmc.te_lezen_templates(FALSE, 10)), 0,
+    'te_lezen_templates: nothing due right after the reads'
+);
+SELECT set_eq(
+    'SELECT template_id FROM nmc.lees_templates(true)',
+    $$VALUES ('a0a0a0a0-0000-4000-8000-000000000001'::uuid),
+             ('a0a0a0a0-0000-4000-8000-000000000002'::uuid),
+             ('a0a0a0a0-0000-4000-8000-000000000003'::uuid)$$,
+    'lees_templates(true): every template of an active berichttype, due or not'
 );
 
 -- ---------------------------------------------------------------- markeer_template_verouderd
@@ -239,17 +279,21 @@ SELECT is(
 );
 
 -- ---------------------------------------------------------------- the attempt's version
-SELECT nmc.record_template('standaard', 'a0a0a0a0-0000-4000-8000-000000000001', 'gelezen', 4,
-    '{}', '{}', NULL);
+SELECT nmc.record_template(
+    'standaard', 'a0a0a0a0-0000-4000-8000-000000000001', 'gelezen', 4,
+    '{}', '{}', NULL
+);
 SELECT r.notificatie_id AS sent FROM pg_temp.batch_v3('{aanslag,aanslag}', '{"",""}') AS r
 ORDER BY r.item LIMIT 1 \gset
 DELETE FROM nmc.taak WHERE soort = 'verzenden' AND notificatie_id <> :'sent';
 SELECT k.taak_id AS st, k.claim_epoch AS se, k.poging_id AS sp
 FROM nmc.claim_verzenden('w1', 10) AS k \gset
 SELECT is(
-    pg_temp.fout(format($$SELECT * FROM nmc.finish_verzenden_batch_v2(ARRAY[%s::bigint],
+    pg_temp.fout(format(
+        $$SELECT * FROM nmc.finish_verzenden_batch_v2(ARRAY[%s::bigint],
         ARRAY[%s], '{verzonden}', '{e0e0e0e0-0000-4000-8000-0000000000f1}', '{NULL}', '{}')$$,
-        :st, :se)),
+        :st, :se
+    )),
     '22023:', 'one template version per item'
 );
 SELECT results_eq(
@@ -264,14 +308,16 @@ SELECT is(
     'and keeps on the attempt the template version NotifyNL rendered'
 );
 SELECT is(
-    nmc.bewijs_pogingen_json((SELECT n FROM nmc.notificatie AS n WHERE n.id = :'sent'), false)
+    nmc.bewijs_pogingen_json((SELECT n FROM nmc.notificatie AS n WHERE n.id = :'sent'), FALSE)
     #> '{0,templateVersie}',
     '4'::jsonb, 'the delivery proof shows it per attempt'
 );
 
 -- ---------------------------------------------------------------- the beheer report
-SELECT nmc.record_template('standaard', 'a0a0a0a0-0000-4000-8000-000000000001', 'verdwenen',
-    NULL, NULL, NULL, NULL);
+SELECT nmc.record_template(
+    'standaard', 'a0a0a0a0-0000-4000-8000-000000000001', 'verdwenen',
+    NULL, NULL, NULL, NULL
+);
 UPDATE nmc.dienstverlener SET beheerkanaal = 'https://dv.example/beheer' WHERE dv_id = 1001;
 DELETE FROM nmc.taak WHERE soort = 'beheerrapport';
 SELECT nmc.ensure_beheerrapporten();
@@ -279,8 +325,10 @@ UPDATE nmc.taak SET due = nmc.now() WHERE soort = 'beheerrapport';
 SELECT c.taak_id AS bt, c.claim_epoch AS be FROM nmc.claim_taken('beheerrapport', 'w', 10) AS c
 WHERE c.dv_id = 1001 \gset
 SELECT results_eq(
-    format('SELECT niet_beschikbaar, te_melden FROM nmc.begin_beheerrapport_v2(%s, %s, 0.3)',
-        :bt, :be),
+    format(
+        'SELECT niet_beschikbaar, te_melden FROM nmc.begin_beheerrapport_v2(%s, %s, 0.3)',
+        :bt, :be
+    ),
     $$VALUES ('{aanslag}'::text[], true)$$,
     'the DV''s beheer report names its unavailable berichttypen and is sent for them'
 );

@@ -243,9 +243,9 @@ COMMENT ON FUNCTION nmc.begin_beheerrapport_v2(bigint, integer, double precision
 'settings.beheerrapport_max_ids notification ids, oldest first), its share of '
 'geen-contactgegevens among finished centraal notifications and whether it is above '
 'p_drempel; niet_beschikbaar: the codes of its active berichttypen whose NotifyNL template '
-'is gone (unavailable); te_melden when any of these needs reporting; afgerond when today''s report was '
-'finished already; the template and Notify service of the e-mail; budget: an e-mail took '
-'its send token (false: wait, or no template), an https: call always may.';
+'is gone (unavailable); te_melden when any of these needs reporting; afgerond when '
+'today''s report was finished already; the template and Notify service of the e-mail; '
+'budget: an e-mail took its send token (false: wait, or no template), an https: call always may.';
 
 CREATE OR REPLACE FUNCTION nmc.begin_beheerrapport(
     p_taak_id bigint, p_claim_epoch integer, p_drempel double precision
