@@ -128,8 +128,8 @@ COMMENT ON FUNCTION nmc.bewijs_pogingen_json(nmc.notificatie, boolean) IS
 'The attempts of a notification as the delivery proof shows them: number, status, NotifyNL '
 'id, the template version NotifyNL rendered (its 201), duplicate ids, sent and completed '
 'at (source times), under centraal the contactgegeven id; with p_alles false (the proof) '
-'each with its receipts up to the final status, with p_alles true (the history, which lists receipts apart) every duplicate id and '
-'no receipts. Internal.';
+'each with its receipts up to the final status, with p_alles true (the history, which '
+'lists receipts apart) every duplicate id and no receipts. Internal.';
 
 CREATE OR REPLACE FUNCTION nmc.bewijs_vaststelling_json(p_n nmc.notificatie)
 RETURNS jsonb
