@@ -144,8 +144,7 @@ def missing_personalisation(field_prefix: str, names: list[str]) -> Problem:
     template (names as the template spells them; never a value)."""
     return Problem(
         "ontbrekende-personalisatie",
-        "De berichtgegevens missen velden die de NotifyNL-template van dit berichttype "
-        "vraagt.",
+        "De berichtgegevens missen velden die de NotifyNL-template van dit berichttype vraagt.",
         members={
             "invalidParams": [
                 invalid_param(f"{field_prefix}berichtgegevens.{name}", "required", MISSING_REASON)
