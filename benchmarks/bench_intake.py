@@ -4,9 +4,10 @@
 
 On a fresh database (on the embedded cluster, or NMC_DATABASE_URL) it measures, in one run:
 
-1. the SQL ceiling of the single intake: nmc.intake_notificatie_v2 called directly over several
+1. the SQL ceiling of the single intake: nmc.intake_notificatie_v3 called directly over several
    connections with pre-sealed values (what the API's one SQL call costs, without HTTP);
-2. the same for the batch: nmc.intake_notificaties_v2 with 1000 items per call;
+2. the same for the batch: nmc.intake_notificaties_v3 with 1000 items per call (each DV's
+   template known, with a placeholder: the check against it runs as in production);
 3. single-notification intake over HTTP: `nmc api` (uvicorn) on loopback, several processes
    of a lean keep-alive load generator (rawload), throughput and p50/p99 latency;
 4. batch intake over HTTP, 1000 notifications per request.
@@ -86,6 +87,14 @@ def create_database(admin_url: str, dvs: int) -> tuple[str, str, list[int]]:
             }
             row = conn.execute(QUERIES["apply_dienstverlener"], {"config": json.dumps(document)})
             dv_ids.append(row.fetchone()[0])
+            # Its template known, with a placeholder: every intake holds its names against it.
+            [bench] = document["berichttypen"]
+            conn.execute(
+                QUERIES["record_template"],
+                {"notify_service": "standaard", "template_id": bench["notifynlTemplateId"],
+                 "uitkomst": "gelezen", "versie": 1, "placeholders": ["naam"],
+                 "sleutels": ["naam"], "fout": None},
+            )  # fmt: skip
     return name, url, dv_ids
 
 
@@ -134,7 +143,8 @@ def single_params(dv_id: int, values: dict) -> dict:
         "dvref_hmac": secrets.token_bytes(32), "pepper_versie": 1,
         "payload_hmac": secrets.token_bytes(32), "payload_pepper_versie": 1,
         "kek_id": "bench-kek", "geldig_tot": None,
-        "batch_id": None, "trace_id": secrets.token_hex(16), "dienst": None, "vorige_hmacs": None,
+        "batch_id": None, "trace_id": secrets.token_hex(16), "dienst": None,
+        "namen": "naam kenmerk", "vorige_hmacs": None,
         "vorige_payload_hmacs": None, "sha256_hash": None,
         **values,
     }  # fmt: skip
@@ -150,7 +160,8 @@ def batch_params(dv_id: int, values: dict, n: int) -> dict:
         "payload_hmacs": [secrets.token_bytes(32) for _ in range(n)],
         "ontvangers": [values["ontvanger"]] * n, "gegevens": [values["gegevens"]] * n,
         "sleutels": [values["sleutel"]] * n, "geldig_tot": [None] * n,
-        "trace_ids": [secrets.token_hex(16)] * n, "diensten": [None] * n, "vorige_hmacs": None,
+        "trace_ids": [secrets.token_hex(16)] * n, "diensten": [None] * n,
+        "namen": ["naam kenmerk"] * n, "vorige_hmacs": None,
         "vorige_payload_hmacs": None, "sha256_hashes": None,
     }  # fmt: skip
 

@@ -26,6 +26,14 @@ GRANT EXECUTE ON FUNCTION nmc.intake_notificaties_v2(
     integer, nmc.regie, smallint, smallint, text, uuid, uuid[], text[], bytea[], bytea[],
     bytea[], bytea[], bytea[], timestamptz[], text[], text[], bytea[], bytea[], bytea[]
 ) TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.intake_notificatie_v3(
+    uuid, integer, text, nmc.regie, bytea, smallint, bytea, smallint, bytea, bytea, bytea,
+    text, timestamptz, uuid, text, text, text, bytea[], bytea[], bytea
+) TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.intake_notificaties_v3(
+    integer, nmc.regie, smallint, smallint, text, uuid, uuid[], text[], bytea[], bytea[],
+    bytea[], bytea[], bytea[], timestamptz[], text[], text[], text[], bytea[], bytea[], bytea[]
+) TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.cancel_notificatie(integer, uuid) TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.find_dienstverlener(text) TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.get_notificatie(integer, uuid) TO nmc_api;
@@ -77,6 +85,9 @@ GRANT EXECUTE ON FUNCTION nmc.finish_verzenden(bigint, integer, text, uuid, uuid
 GRANT EXECUTE ON FUNCTION nmc.finish_verzenden_batch(
     bigint[], integer[], text[], uuid[], uuid[]
 ) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.finish_verzenden_batch_v2(
+    bigint[], integer[], text[], uuid[], uuid[], integer[]
+) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.record_contactgegevens(bigint[], integer[], uuid[]) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.defer_verzenden(bigint, integer, text) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.process_receipts(integer) TO nmc_worker;
@@ -111,6 +122,12 @@ GRANT EXECUTE ON FUNCTION nmc.list_herwrap(bigint, integer, text, integer) TO nm
 GRANT EXECUTE ON FUNCTION nmc.finish_herwrap(
     bigint, integer, uuid[], text[], bytea[], text, text, uuid
 ) TO nmc_worker;
+-- The berichttypen's NotifyNL templates (functions/register/templates.sql): the job templates.
+GRANT EXECUTE ON FUNCTION nmc.claim_template_verversen(bigint, integer) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.record_template(text, uuid, text, integer, text[], text[], text)
+TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.finish_template_verversen(bigint, integer, boolean) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.markeer_template_verouderd(integer, text) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.metrics() TO nmc_api, nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.ensure_terugkoppelen() TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.claim_terugkoppelen(text, integer) TO nmc_worker;

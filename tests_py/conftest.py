@@ -183,3 +183,43 @@ def _drop_database(admin_url: str, name: str) -> None:
         connection.execute(
             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
         )
+
+
+# --------------------------------------------------------------------------------------------
+# NotifyNL for the admin's template reads (`nmc admin dv apply`, `nmc admin templates …`)
+
+
+@dataclass(frozen=True)
+class NotifyEnv:
+    url: str
+    api_key: str
+    service_id: str
+
+
+@pytest.fixture(scope="session")
+def _notifynl_for_admin() -> Iterator[NotifyEnv]:
+    from nmc_dev.sim.notifynl import NotifySim, SimConfig
+    from nmc_dev.sim.server import start_in_thread
+
+    key = f"nmc_admin_test-{uuid.uuid4()}-{uuid.uuid4()}"
+    server = start_in_thread(NotifySim(SimConfig(api_keys=[key]), seed=3).app)
+    yield NotifyEnv(server.url, key, key[-73:-37])
+    server.stop()
+
+
+@pytest.fixture
+def notify_env(_notifynl_for_admin: NotifyEnv, monkeypatch: pytest.MonkeyPatch) -> NotifyEnv:
+    """A NotifyNL simulator (emptied) the admin's template reads go to: NMC_NOTIFYNL_URL and
+    the one key NMC_NOTIFYNL_API_KEY (any template id is an e-mail template without
+    placeholders until a test edits it through /_sim/templates)."""
+    import httpx
+
+    httpx.post(f"{_notifynl_for_admin.url}/_sim/reset").raise_for_status()
+    httpx.post(
+        f"{_notifynl_for_admin.url}/_sim/config",
+        json={"api_keys": [_notifynl_for_admin.api_key], "templates": {}},
+    ).raise_for_status()
+    monkeypatch.setenv("NMC_NOTIFYNL_URL", _notifynl_for_admin.url)
+    monkeypatch.setenv("NMC_NOTIFYNL_API_KEY", _notifynl_for_admin.api_key)
+    monkeypatch.delenv("NMC_NOTIFYNL_KEYS_FILE", raising=False)
+    return _notifynl_for_admin

@@ -90,6 +90,13 @@ def test_demo_reaches_every_final_status_and_leaves_nothing_running(demo_home):
     for (status, reden), (count, expected) in rows.items():
         assert count == expected > 0, f"{status} {reden}: {count} of {expected}"
     assert "every notification ended as its scenario predicts" in output
+    # One without its template's field, refused at intake, in its predicted row.
+    assert "refused at intake, 422 ontbrekende-personalisatie (berichtgegevens.zaak)" in output
+    assert re.search(
+        r"refused at intake \(422\)\s+decentraal\s+1\s+geweigerd \(ontbrekende-personalisatie\)"
+        r"\s+yes",
+        output,
+    ), output
     assert re.search(r"[1-9]\d* callbacks lost \(found by reconciliation\)", output)
     assert re.search(r"feed: \d+ events read in \d+ pages, [1-9]\d* acknowledgements", output)
     assert 'curl -s -H "Authorization: Bearer $TOKEN"' in output

@@ -168,6 +168,21 @@ def test_intake_responses(doc):
         assert "202" in batch["responses"]
 
 
+def test_intake_answers_422_for_the_template_refusals_with_examples(doc):
+    """Issue 24: missing placeholders and an unavailable berichttype, each its own type."""
+    param = doc["components"]["schemas"]["InvalidParam"]
+    assert set(param["required"]) == {"name", "code", "reason"}
+    assert "invalidParams" in doc["components"]["schemas"]["Problem"]["properties"]
+    for regie in ("decentraal", "centraal"):
+        for path in (f"/{regie}/notificaties", f"/{regie}/notificaties/_batch"):
+            answer = doc["paths"][path]["post"]["responses"]["422"]
+            if "$ref" in answer:
+                answer = doc["components"]["responses"][answer["$ref"].rsplit("/", 1)[-1]]
+            examples = answer["content"]["application/problem+json"]["examples"]
+            slugs = {e["value"]["type"].removeprefix(DEFAULT_BASE_URI) for e in examples.values()}
+            assert slugs == {"ontbrekende-personalisatie", "berichttype-niet-beschikbaar"}, path
+
+
 def test_status_and_cancel_responses(doc):
     item = doc["paths"]["/notificaties/{notificatieId}"]
     assert set(item["get"]["responses"]["200"]["headers"]) == {"API-Version", "ETag"}
@@ -384,6 +399,9 @@ def problem_examples(node, where=""):
         problem = node.get("application/problem+json")
         if isinstance(problem, dict) and "example" in problem:
             yield where, problem["example"]
+        if isinstance(problem, dict) and "examples" in problem:
+            for name, example in problem["examples"].items():
+                yield f"{where}/{name}", example["value"]
         for key, value in node.items():
             yield from problem_examples(value, f"{where}/{key}")
     elif isinstance(node, list):

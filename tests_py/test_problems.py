@@ -52,6 +52,8 @@ def test_exactly_the_agreed_slugs():
         "aanroeplimiet-overschreden": 429,
         "niet-ondersteund-mediatype": 415,
         "interne-fout": 500,
+        "ontbrekende-personalisatie": 422,
+        "berichttype-niet-beschikbaar": 422,
     }
 
 

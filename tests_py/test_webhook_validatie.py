@@ -224,7 +224,7 @@ def _recorded(conn) -> tuple:
 
 
 def test_apply_reports_a_refused_ssrf_target_and_records_it(
-    nmc, db_url, conn, endpoint, tmp_path, monkeypatch
+    nmc, db_url, conn, endpoint, tmp_path, monkeypatch, notify_env
 ):
     monkeypatch.setenv("NMC_DATABASE_URL", db_url)
     monkeypatch.setenv("NMC_WEBHOOK_ORIGIN", ORIGIN)
@@ -238,7 +238,7 @@ def test_apply_reports_a_refused_ssrf_target_and_records_it(
 
 
 def test_apply_validates_an_allowed_endpoint_once_and_again_when_the_url_changes(
-    nmc, db_url, conn, endpoint, tmp_path, monkeypatch
+    nmc, db_url, conn, endpoint, tmp_path, monkeypatch, notify_env
 ):
     monkeypatch.setenv("NMC_DATABASE_URL", db_url)
     monkeypatch.setenv("NMC_WEBHOOK_ORIGIN", ORIGIN)

@@ -87,7 +87,7 @@ SELECT is(
     (SELECT
         jsonb_build_object(
             'nummer', 1, 'status', 'bezorgd', 'notifynlId', p.notifynl_id,
-            'duplicaatNotifynlIds', '[]'::jsonb,
+            'templateVersie', p.template_versie, 'duplicaatNotifynlIds', '[]'::jsonb,
             'verzondenOp', :'b1'::jsonb #> '{pogingen,0,verzondenOp}',
             'afgerondOp', :'b1'::jsonb #> '{pogingen,0,afgerondOp}'
         )

@@ -177,14 +177,15 @@ SELECT is(
 SELECT is(
     pg_temp.vormen(nmc.bewijs_pogingen_json(pg_temp.n(:'tid'), FALSE)),
     '[{"nummer": "number", "status": "string", "notifynlId": "string",
-       "duplicaatNotifynlIds": "array", "verzondenOp": "string", "afgerondOp": "string",
-       "receipts": "array"}]'::jsonb,
+       "templateVersie": "null", "duplicaatNotifynlIds": "array", "verzondenOp": "string",
+       "afgerondOp": "string", "receipts": "array"}]'::jsonb,
     'attempts in the proof (decentraal): exactly these members, with their receipts'
 );
 SELECT is(
     pg_temp.vormen(nmc.bewijs_pogingen_json(pg_temp.n(:'tid'), TRUE)),
     '[{"nummer": "number", "status": "string", "notifynlId": "string",
-       "duplicaatNotifynlIds": "array", "verzondenOp": "string", "afgerondOp": "string"}]'::jsonb,
+       "templateVersie": "null", "duplicaatNotifynlIds": "array", "verzondenOp": "string",
+       "afgerondOp": "string"}]'::jsonb,
     'attempts in the history: the same without receipts'
 );
 SELECT is(

@@ -23,12 +23,13 @@ SELECT is(
 );
 
 DELETE FROM nmc.taak WHERE soort = 'onderhoud';
-SELECT is(nmc.ensure_onderhoud('kek-1'), 3, 'ensure plans one task per maintenance job');
+SELECT is(nmc.ensure_onderhoud('kek-1'), 4, 'ensure plans one task per maintenance job');
 SELECT is(nmc.ensure_onderhoud('kek-1'), 0, 'and nothing more the second time');
 SELECT results_eq(
     $$SELECT payload ->> 'werk', staat::text FROM nmc.taak WHERE soort = 'onderhoud'
       ORDER BY 1$$,
-    $$VALUES ('herwrappen', 'open'), ('partities', 'open'), ('retentie', 'open')$$,
+    $$VALUES ('herwrappen', 'open'), ('partities', 'open'), ('retentie', 'open'),
+             ('templates', 'open')$$,
     'each job has exactly one open task'
 );
 SELECT is(nmc.herwrap_doel(), 'kek-1', 'the first KEK reported active is the re-wrap target');
@@ -40,7 +41,7 @@ SELECT
     c.claim_epoch,
     c.payload ->> 'werk' AS werk
 FROM nmc.claim_taken('onderhoud', 'w1', 10) AS c;
-SELECT is((SELECT count(*)::integer FROM geclaimd), 3, 'a worker claims the three jobs');
+SELECT is((SELECT count(*)::integer FROM geclaimd), 4, 'a worker claims the four jobs');
 SELECT
     g.taak_id AS partities_taak,
     g.claim_epoch AS partities_epoch

@@ -7,7 +7,7 @@
 -- the payload pepper carry the unkeyed SHA-256 with payload_pepper_versie 0; erasure
 -- clears that hash (nmc.process_wissen).
 
-CREATE OR REPLACE FUNCTION nmc.intake_notificaties_v2(
+CREATE OR REPLACE FUNCTION nmc.intake_notificaties_v3(
     p_dv_id integer,
     p_regie nmc.regie,
     p_pepper_versie smallint,
@@ -24,6 +24,7 @@ CREATE OR REPLACE FUNCTION nmc.intake_notificaties_v2(
     p_geldig_tot timestamptz[],
     p_trace_ids text[],
     p_diensten text[],
+    p_namen text[],
     p_vorige_hmacs bytea[] DEFAULT NULL,
     p_vorige_payload_hmacs bytea[] DEFAULT NULL,
     p_sha256_hashes bytea[] DEFAULT NULL
@@ -41,6 +42,9 @@ DECLARE
     v_fout_berichttype integer;
     v_fout_geldig integer;
     v_fout_payload integer;
+    v_fout_verdwenen integer;
+    v_fout_namen integer;
+    v_ontbrekend text[];
     v_sha256_nodig boolean;
     v_nieuw integer;
     v_uit_ids uuid [];
@@ -61,6 +65,7 @@ BEGIN
         OR pg_catalog.cardinality(p_geldig_tot) <> v_n
         OR pg_catalog.cardinality(p_trace_ids) <> v_n
         OR pg_catalog.cardinality(p_diensten) <> v_n
+        OR coalesce(pg_catalog.cardinality(p_namen), v_n) <> v_n
         OR coalesce(pg_catalog.cardinality(p_sha256_hashes), v_n) <> v_n THEN
         RAISE EXCEPTION 'intake takes 1 to 1000 items with every array of the same length'
             USING ERRCODE = 'NM016';
@@ -90,17 +95,48 @@ BEGIN
         ),
         pg_catalog.min(u.nr - 1) FILTER (
             WHERE u.geldig_tot <= v_nu OR u.geldig_tot > v_nu + b.geldigheid_max
+        ),
+        -- The template as NotifyNL last answered (nmc.notifynl_template): gone, or with a
+        -- placeholder the item's berichtgegevens lack (p_namen: each item's names,
+        -- normalized as NotifyNL matches them, space-separated; normalizing removes every
+        -- space, so a name never holds one). A template not read yet is not checked. NULL
+        -- p_namen (a caller of the previous release) checks neither, as before.
+        pg_catalog.min(u.nr - 1) FILTER (WHERE p_namen IS NOT NULL AND t.staat = 'verdwenen'),
+        pg_catalog.min(u.nr - 1) FILTER (
+            WHERE p_namen IS NOT NULL AND t.staat = 'beschikbaar'
+            AND NOT t.sleutels OPERATOR(pg_catalog.<@) pg_catalog.string_to_array(u.namen, ' ')
         )
-    INTO v_fout_berichttype, v_fout_geldig
-    FROM unnest(p_berichttypen, p_geldig_tot) WITH ORDINALITY AS u (berichttype, geldig_tot, nr)
-    LEFT JOIN nmc.berichttype AS b ON b.dv_id = p_dv_id AND b.code = u.berichttype;
+    INTO v_fout_berichttype, v_fout_geldig, v_fout_verdwenen, v_fout_namen
+    FROM unnest(p_berichttypen, p_geldig_tot, coalesce(p_namen, ARRAY[]::text []))
+        WITH ORDINALITY AS u (berichttype, geldig_tot, namen, nr)
+    LEFT JOIN nmc.berichttype AS b ON b.dv_id = p_dv_id AND b.code = u.berichttype
+    LEFT JOIN nmc.notifynl_template AS t
+        ON t.notify_service = b.notify_service AND t.template_id = b.notifynl_template_id;
     IF v_fout_berichttype IS NOT NULL THEN
         RAISE EXCEPTION 'berichttype not allowed for this dienstverlener and regie %', p_regie
             USING ERRCODE = 'NM008', DETAIL = v_fout_berichttype::text;
     END IF;
+    IF v_fout_verdwenen IS NOT NULL THEN
+        RAISE EXCEPTION 'the NotifyNL template of this berichttype is gone: it is unavailable'
+            USING ERRCODE = 'NM033', DETAIL = v_fout_verdwenen::text;
+    END IF;
     IF v_fout_geldig IS NOT NULL THEN
         RAISE EXCEPTION 'geldig_tot must lie after now and within the berichttype maximum'
             USING ERRCODE = 'NM014', DETAIL = v_fout_geldig::text;
+    END IF;
+    IF v_fout_namen IS NOT NULL THEN
+        -- The template's names (never values) the first offending item lacks, in the
+        -- template's order; HINT carries them as a JSON array.
+        SELECT pg_catalog.array_agg(p.naam ORDER BY p.nr) INTO v_ontbrekend
+        FROM nmc.berichttype AS b
+        INNER JOIN nmc.notifynl_template AS t
+            ON t.notify_service = b.notify_service AND t.template_id = b.notifynl_template_id
+        CROSS JOIN LATERAL unnest(t.placeholders, t.sleutels) WITH ORDINALITY AS p (naam, sleutel, nr)
+        WHERE b.dv_id = p_dv_id AND b.code = p_berichttypen[v_fout_namen + 1]
+            AND p.sleutel <> ALL(pg_catalog.string_to_array(p_namen[v_fout_namen + 1], ' '));
+        RAISE EXCEPTION 'the berichtgegevens lack placeholders of the berichttype''s template'
+            USING ERRCODE = 'NM032', DETAIL = v_fout_namen::text,
+            HINT = pg_catalog.to_jsonb(v_ontbrekend)::text;
     END IF;
 
     -- While peppers rotate, a dvRef accepted under an earlier version is a replay too: its
@@ -246,9 +282,9 @@ BEGIN
     ORDER BY u.nr;
 END
 $$;
-COMMENT ON FUNCTION nmc.intake_notificaties_v2(
+COMMENT ON FUNCTION nmc.intake_notificaties_v3(
     integer, nmc.regie, smallint, smallint, text, uuid, uuid[], text[], bytea[], bytea[],
-    bytea[], bytea[], bytea[], timestamptz[], text[], text[], bytea[], bytea[], bytea[]
+    bytea[], bytea[], bytea[], timestamptz[], text[], text[], text[], bytea[], bytea[], bytea[]
 ) IS
 'Accepts 1 to 1000 notifications of one DV and regie in the caller''s transaction: per '
 'new item the notificatie (version 1, aangenomen), its first event and its verzenden task '
@@ -262,10 +298,105 @@ COMMENT ON FUNCTION nmc.intake_notificaties_v2(
 'an earlier version is still a replay. A replay of a row from before the payload pepper '
 '(payload_pepper_versie 0, an unkeyed SHA-256) raises NMP01 unless p_sha256_hashes holds '
 'each item''s SHA-256: the shell then calls again with them. Refusals (DETAIL = 0-based '
-'item index): NM008 berichttype not allowed for the DV and regie, NM014 geldig_tot not '
-'after now or beyond the berichttype maximum, NM007 same dvRef with another payload (also '
+'item index): NM008 berichttype not allowed for the DV and regie, NM033 its NotifyNL '
+'template is gone (unavailable), NM014 geldig_tot not '
+'after now or beyond the berichttype maximum, NM032 the item''s p_namen (its '
+'berichtgegevens names normalized as NotifyNL matches them, space-separated) lack a '
+'placeholder of the template (HINT: the missing names as a JSON array; NULL p_namen '
+'checks neither template rule), NM007 same dvRef with another payload (also '
 'when an erased row''s unkeyed hash is gone). NM010 unknown DV, NM009 quota, NM016 bad '
 'arrays.';
+
+CREATE OR REPLACE FUNCTION nmc.intake_notificaties_v2(
+    p_dv_id integer,
+    p_regie nmc.regie,
+    p_pepper_versie smallint,
+    p_payload_pepper_versie smallint,
+    p_kek_id text,
+    p_batch_id uuid,
+    p_ids uuid[],
+    p_berichttypen text[],
+    p_dvref_hmacs bytea[],
+    p_payload_hmacs bytea[],
+    p_ontvangers bytea[],
+    p_gegevens bytea[],
+    p_sleutels bytea[],
+    p_geldig_tot timestamptz[],
+    p_trace_ids text[],
+    p_diensten text[],
+    p_vorige_hmacs bytea[] DEFAULT NULL,
+    p_vorige_payload_hmacs bytea[] DEFAULT NULL,
+    p_sha256_hashes bytea[] DEFAULT NULL
+)
+RETURNS TABLE (item integer, notificatie_id uuid, nieuw boolean)
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT r.item, r.notificatie_id, r.nieuw
+    FROM nmc.intake_notificaties_v3(
+        p_dv_id, p_regie, p_pepper_versie, p_payload_pepper_versie, p_kek_id, p_batch_id,
+        p_ids, p_berichttypen, p_dvref_hmacs, p_payload_hmacs, p_ontvangers, p_gegevens,
+        p_sleutels, p_geldig_tot, p_trace_ids, p_diensten, NULL, p_vorige_hmacs,
+        p_vorige_payload_hmacs, p_sha256_hashes
+    ) AS r
+$$;
+COMMENT ON FUNCTION nmc.intake_notificaties_v2(
+    integer, nmc.regie, smallint, smallint, text, uuid, uuid[], text[], bytea[], bytea[],
+    bytea[], bytea[], bytea[], timestamptz[], text[], text[], bytea[], bytea[], bytea[]
+) IS
+'The batch intake of the release before the template check (superseded by '
+'nmc.intake_notificaties_v3; kept for a rolling deploy, to be dropped in a later release): '
+'nmc.intake_notificaties_v3 without berichtgegevens names, so neither template rule '
+'(placeholders, a template gone) applies, as in that release.';
+
+CREATE OR REPLACE FUNCTION nmc.intake_notificatie_v3(
+    p_notificatie_id uuid,
+    p_dv_id integer,
+    p_berichttype text,
+    p_regie nmc.regie,
+    p_dvref_hmac bytea,
+    p_pepper_versie smallint,
+    p_payload_hmac bytea,
+    p_payload_pepper_versie smallint,
+    p_ontvanger bytea,
+    p_gegevens bytea,
+    p_sleutel bytea,
+    p_kek_id text,
+    p_geldig_tot timestamptz,
+    p_batch_id uuid,
+    p_trace_id text,
+    p_dienst text,
+    p_namen text,
+    p_vorige_hmacs bytea[] DEFAULT NULL,
+    p_vorige_payload_hmacs bytea[] DEFAULT NULL,
+    p_sha256_hash bytea DEFAULT NULL
+)
+RETURNS TABLE (notificatie_id uuid, nieuw boolean)
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT r.notificatie_id, r.nieuw
+    FROM nmc.intake_notificaties_v3(
+        p_dv_id, p_regie, p_pepper_versie, p_payload_pepper_versie, p_kek_id, p_batch_id,
+        ARRAY[p_notificatie_id], ARRAY[p_berichttype], ARRAY[p_dvref_hmac],
+        ARRAY[p_payload_hmac], ARRAY[p_ontvanger], ARRAY[p_gegevens], ARRAY[p_sleutel],
+        ARRAY[p_geldig_tot], ARRAY[p_trace_id], ARRAY[p_dienst],
+        CASE WHEN p_namen IS NOT NULL THEN ARRAY[p_namen] END, p_vorige_hmacs,
+        p_vorige_payload_hmacs,
+        CASE WHEN p_sha256_hash IS NOT NULL THEN ARRAY[p_sha256_hash] END
+    ) AS r
+$$;
+COMMENT ON FUNCTION nmc.intake_notificatie_v3(
+    uuid, integer, text, nmc.regie, bytea, smallint, bytea, smallint, bytea, bytea, bytea,
+    text, timestamptz, uuid, text, text, text, bytea[], bytea[], bytea
+) IS
+'Accepts one notification: nmc.intake_notificaties_v3 with one item (p_namen: its '
+'berichtgegevens names, normalized and space-separated; p_vorige_hmacs and '
+'p_vorige_payload_hmacs: its HMACs under earlier live pepper versions; p_sha256_hash: the '
+'unkeyed hash, only after NMP01). Returns the id (the stored one on an idempotent replay) '
+'and whether it is new.';
 
 CREATE OR REPLACE FUNCTION nmc.intake_notificatie_v2(
     p_notificatie_id uuid,
@@ -294,23 +425,20 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT r.notificatie_id, r.nieuw
-    FROM nmc.intake_notificaties_v2(
-        p_dv_id, p_regie, p_pepper_versie, p_payload_pepper_versie, p_kek_id, p_batch_id,
-        ARRAY[p_notificatie_id], ARRAY[p_berichttype], ARRAY[p_dvref_hmac],
-        ARRAY[p_payload_hmac], ARRAY[p_ontvanger], ARRAY[p_gegevens], ARRAY[p_sleutel],
-        ARRAY[p_geldig_tot], ARRAY[p_trace_id], ARRAY[p_dienst], p_vorige_hmacs,
-        p_vorige_payload_hmacs,
-        CASE WHEN p_sha256_hash IS NOT NULL THEN ARRAY[p_sha256_hash] END
+    FROM nmc.intake_notificatie_v3(
+        p_notificatie_id, p_dv_id, p_berichttype, p_regie, p_dvref_hmac, p_pepper_versie,
+        p_payload_hmac, p_payload_pepper_versie, p_ontvanger, p_gegevens, p_sleutel, p_kek_id,
+        p_geldig_tot, p_batch_id, p_trace_id, p_dienst, NULL, p_vorige_hmacs,
+        p_vorige_payload_hmacs, p_sha256_hash
     ) AS r
 $$;
 COMMENT ON FUNCTION nmc.intake_notificatie_v2(
     uuid, integer, text, nmc.regie, bytea, smallint, bytea, smallint, bytea, bytea, bytea,
     text, timestamptz, uuid, text, text, bytea[], bytea[], bytea
 ) IS
-'Accepts one notification: nmc.intake_notificaties_v2 with one item (p_vorige_hmacs and '
-'p_vorige_payload_hmacs: its HMACs under earlier live pepper versions; p_sha256_hash: the '
-'unkeyed hash, only after NMP01). Returns the id (the stored one on an idempotent replay) '
-'and whether it is new.';
+'The single intake of the release before the template check (superseded by '
+'nmc.intake_notificatie_v3; kept for a rolling deploy, to be dropped in a later release): '
+'nmc.intake_notificatie_v3 without berichtgegevens names (neither template rule applies).';
 
 -- The signatures of the release before the payload pepper, kept while an API process of
 -- that release may still call them (a rolling deploy): their p_payload_hashes are the

@@ -84,7 +84,7 @@ RETURNS TABLE (
     notificatie_ids uuid[], aandeel double precision, drempel double precision,
     boven_drempel boolean, te_melden boolean, afgerond boolean, template_id uuid,
     notify_service text, budget boolean, webhook_gat boolean, onverwerkbaar jsonb,
-    onverwerkbaar_dag date
+    onverwerkbaar_dag date, niet_beschikbaar text[]
 )
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -107,6 +107,7 @@ DECLARE
     v_gat boolean;
     v_budget boolean := false;
     v_onverwerkbaar jsonb;
+    v_niet text [];
 BEGIN
     IF v_taak.soort <> 'beheerrapport' OR v_taak.payload ->> 'werk' IS DISTINCT FROM 'beheerrapport'
         THEN
@@ -121,7 +122,8 @@ BEGIN
             NULL::uuid, v_taak.dv_id, v_dv.oin, v_dv.naam, NULL::text, v_dag, 0, false,
             NULL::timestamptz, v_dv.bevestigingstermijn, '{}'::uuid [], NULL::double precision,
             p_drempel, false, false, false, v_i.beheerrapport_template_id,
-            v_i.beheerrapport_notify_service, false, false, '[]'::jsonb, v_dag - 1;
+            v_i.beheerrapport_notify_service, false, false, '[]'::jsonb, v_dag - 1,
+            '{}'::text [];
         RETURN;
     END IF;
 
@@ -136,7 +138,7 @@ BEGIN
             v_dv.bevestigingstermijn, '{}'::uuid [], v_rapport.geen_contactgegevens_aandeel,
             v_rapport.geen_contactgegevens_drempel, v_rapport.boven_drempel, false, true,
             v_i.beheerrapport_template_id, v_i.beheerrapport_notify_service, false,
-            v_rapport.webhook_gat, '[]'::jsonb, v_dag - 1;
+            v_rapport.webhook_gat, '[]'::jsonb, v_dag - 1, '{}'::text [];
         RETURN;
     END IF;
 
@@ -215,6 +217,15 @@ BEGIN
     FROM nmc.onverwerkbaar AS o
     WHERE o.dv_id = v_dv.dv_id AND o.dag = v_dag - 1;
 
+    -- The DV's berichttypen whose NotifyNL template is gone (the intake refuses them, NM033).
+    v_niet := ARRAY(
+        SELECT b.code FROM nmc.berichttype AS b
+        INNER JOIN nmc.notifynl_template AS t
+            ON t.notify_service = b.notify_service AND t.template_id = b.notifynl_template_id
+        WHERE b.dv_id = v_dv.dv_id AND b.actief AND t.staat = 'verdwenen'
+        ORDER BY b.code
+    );
+
     -- The same report all day: a try after a lost answer keeps its id (the NotifyNL
     -- reference), with the counts as they are now.
     INSERT INTO nmc.beheerrapport AS r (
@@ -238,7 +249,10 @@ BEGIN
     -- budget is the only user of NotifyNL's rate limit), once a template is configured.
     IF v_soort = 'https' THEN
         v_budget := true;
-    ELSIF (v_aantal > 0 OR v_boven OR v_gat OR v_onverwerkbaar <> '[]'::jsonb)
+    ELSIF (
+        v_aantal > 0 OR v_boven OR v_gat OR v_onverwerkbaar <> '[]'::jsonb
+        OR pg_catalog.cardinality(v_niet) > 0
+    )
         AND v_i.beheerrapport_template_id IS NOT NULL THEN
         v_budget := nmc.take_budget(v_i.beheerrapport_notify_service, 'verzenden', 1) > 0;
     END IF;
@@ -246,9 +260,11 @@ BEGIN
     RETURN QUERY SELECT
         v_rapport.id, v_dv.dv_id, v_dv.oin, v_dv.naam, v_dv.beheerkanaal, v_dag, v_aantal,
         v_rapport.onbevestigd_afgekapt, v_oudste, v_dv.bevestigingstermijn, v_ids, v_aandeel,
-        p_drempel, v_boven, v_aantal > 0 OR v_boven OR v_gat OR v_onverwerkbaar <> '[]'::jsonb,
+        p_drempel, v_boven,
+        v_aantal > 0 OR v_boven OR v_gat OR v_onverwerkbaar <> '[]'::jsonb
+        OR pg_catalog.cardinality(v_niet) > 0,
         false, v_i.beheerrapport_template_id, v_i.beheerrapport_notify_service, v_budget, v_gat,
-        v_onverwerkbaar, v_dag - 1;
+        v_onverwerkbaar, v_dag - 1, v_niet;
 END
 $$;
 COMMENT ON FUNCTION nmc.begin_beheerrapport_v2(bigint, integer, double precision) IS
@@ -262,7 +278,8 @@ COMMENT ON FUNCTION nmc.begin_beheerrapport_v2(bigint, integer, double precision
 'settings.beheerrapport_venster and whether it is above p_drempel, whether its webhook is '
 'paused for a gap (webhook_gat: it waits for the DV to set its position), the notifications '
 'of yesterday (onverwerkbaar_dag) NotifyNL could not render, per berichttype '
-'(onverwerkbaar: [{berichttype, aantal}], from nmc.onverwerkbaar); te_melden when any needs '
+'(onverwerkbaar: [{berichttype, aantal}], from nmc.onverwerkbaar), the codes of its active '
+'berichttypen whose NotifyNL template is gone (niet_beschikbaar); te_melden when any needs '
 'reporting; afgerond when today''s report was finished already; the template and '
 'Notify service of the e-mail; budget: an e-mail took its send token (false: wait, or no '
 'template), an https: call always may.';
@@ -291,8 +308,9 @@ AS $$
     FROM nmc.begin_beheerrapport_v2(p_taak_id, p_claim_epoch, p_drempel) AS r
 $$;
 COMMENT ON FUNCTION nmc.begin_beheerrapport(bigint, integer, double precision) IS
-'The previous release''s form of nmc.begin_beheerrapport_v2, without webhook_gat and the '
-'unrenderable notifications (te_melden only for unacknowledged statuses or the share). '
+'The previous release''s form of nmc.begin_beheerrapport_v2, without webhook_gat, the '
+'unrenderable notifications and the unavailable berichttypen (te_melden only for '
+'unacknowledged statuses or the share). '
 'Drop it in the next release.';
 
 

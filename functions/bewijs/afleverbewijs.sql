@@ -84,6 +84,8 @@ BEGIN
                 'nummer', p.nummer,
                 'status', p.status,
                 'notifynlId', p.notifynl_id,
+                -- The template version NotifyNL rendered for this attempt (its 201).
+                'templateVersie', p.template_versie,
                 -- A duplicate first seen in a receipt after the final status is not the final
                 -- proof's (that receipt is not either).
                 'duplicaatNotifynlIds', pg_catalog.to_jsonb(ARRAY(
@@ -124,10 +126,10 @@ END
 $$;
 COMMENT ON FUNCTION nmc.bewijs_pogingen_json(nmc.notificatie, boolean) IS
 'The attempts of a notification as the delivery proof shows them: number, status, NotifyNL '
-'id and duplicate ids, sent and completed at (source times), under centraal the '
-'contactgegeven id; with p_alles false (the proof) each with its receipts up to the final '
-'status, with p_alles true (the history, which lists receipts apart) every duplicate id and '
-'no receipts. Internal.';
+'id, the template version NotifyNL rendered (its 201), duplicate ids, sent and completed '
+'at (source times), under centraal the contactgegeven id; with p_alles false (the proof) '
+'each with its receipts up to the final status, with p_alles true (the history, which '
+'lists receipts apart) every duplicate id and no receipts. Internal.';
 
 CREATE OR REPLACE FUNCTION nmc.bewijs_vaststelling_json(p_n nmc.notificatie)
 RETURNS jsonb

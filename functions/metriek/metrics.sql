@@ -152,6 +152,16 @@ AS $$
     LEFT JOIN nmc.webhookvalidatie AS v ON v.dv_id = d.dv_id
     WHERE d.actief AND d.webhook_url IS NOT NULL
     UNION ALL
+    -- 1 for an active berichttype whose NotifyNL template is gone (intake refuses it, NM033),
+    -- 0 once read and there; a template never read is not reported.
+    SELECT 'nmc_berichttype_niet_beschikbaar',
+        pg_catalog.jsonb_build_object('dv', b.dv_id, 'berichttype', b.code),
+        (t.staat = 'verdwenen')::integer::double precision
+    FROM nmc.berichttype AS b
+    INNER JOIN nmc.notifynl_template AS t
+        ON t.notify_service = b.notify_service AND t.template_id = b.notifynl_template_id
+    WHERE b.actief AND t.staat <> 'onbekend'
+    UNION ALL
     -- Maintenance: the default partition holds what no xid range does (0 in normal operation);
     -- counted up to 100000.
     SELECT 'nmc_event_default_rijen', '{}'::jsonb, pg_catalog.count(*)::double precision

@@ -281,6 +281,13 @@ BEGIN
         END IF;
         RETURN (v_uitkomst - 'payload')
             || pg_catalog.jsonb_build_object('werk', v_werk.werk, 'meer', false);
+    ELSIF v_werk.werk = 'templates' THEN
+        -- Read by nmc.claim_template_verversen (the worker does the HTTP). A worker of the
+        -- previous release knows no such job and calls this: it hands the task back, due
+        -- again in 30 seconds, for a worker of this release to take.
+        PERFORM nmc.plan_onderhoud(p_taak_id, true);
+        UPDATE nmc.taak AS t SET due = nmc.now() + interval '30 seconds' WHERE t.id = p_taak_id;
+        RETURN pg_catalog.jsonb_build_object('werk', v_werk.werk, 'meer', false);
     ELSE
         v_uitkomst := nmc.delete_expired(v_werk.batch);
         -- A batch that came back full: there is more, so the next run is due at once.
@@ -301,7 +308,9 @@ COMMENT ON FUNCTION nmc.run_onderhoud(bigint, integer) IS
 'event log was locked longer than its lock_timeout it is deferred, no failure counted '
 '(nmc.stel_onderhoud_uit, uitgesteld true); retentie deletes one batch of expired rows '
 '(nmc.delete_expired; due again at once when a batch came back full). Returns what it did '
-'as JSON (counts and partition names, geanalyseerd, uitgesteld, werk, meer). 22023 for '
+'as JSON (counts and partition names, geanalyseerd, uitgesteld, werk, meer); templates '
+'(read by the worker through nmc.claim_template_verversen) is handed back, due in 30 s (a '
+'worker of the previous release calls this for it). 22023 for '
 'herwrappen (nmc.list_herwrap) or a task that is no maintenance job.';
 
 CREATE OR REPLACE FUNCTION nmc.list_herwrap(

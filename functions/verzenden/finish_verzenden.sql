@@ -270,6 +270,16 @@ BEGIN
     GROUP BY u.dv_id, u.berichttype
     ORDER BY u.dv_id, u.berichttype
     ON CONFLICT (dv_id, berichttype, dag) DO UPDATE SET aantal = o.aantal + excluded.aantal;
+    -- Its template changed after the intake: read it again soon, so the intake checks the
+    -- new placeholders (nmc.markeer_template_verouderd).
+    PERFORM nmc.markeer_template_verouderd(u.dv_id, u.berichttype)
+    FROM (
+        SELECT DISTINCT d.dv_id, d.berichttype
+        FROM unnest(v_dvs, v_berichttypen, v_fouten, p_uitkomsten) AS d (
+            dv_id, berichttype, fout, uitkomst
+        )
+        WHERE d.fout IS NULL AND d.uitkomst = 'onverwerkbaar'
+    ) AS u;
 
     -- A send NotifyNL accepted: its berichttype is no longer refused (nmc.defer_verzenden).
     -- The table is empty but for a refusal under way: the probe costs nothing otherwise.
@@ -328,6 +338,48 @@ IS
 'onverwerkbaar items per DV, berichttype and day (nmc.onverwerkbaar), plans the '
 'ongeldig-melden task of an ongeldig-adres under centraal regie, and clears the refused '
 'state (nmc.verzendweigering) of the berichttypen of the verzonden items.';
+
+-- The template version NotifyNL rendered (its 201's template.version), kept on the attempt
+-- for the delivery proof. Beside the outcome rather than inside it: the outcome's rules stay
+-- in nmc.finish_verzenden_batch, which this calls first.
+CREATE OR REPLACE FUNCTION nmc.finish_verzenden_batch_v2(
+    p_taak_ids bigint[],
+    p_claim_epochs integer[],
+    p_uitkomsten text[],
+    p_notifynl_ids uuid[],
+    p_contactgegeven_ids uuid[],
+    p_template_versies integer[]
+)
+RETURNS TABLE (item integer, status nmc.notificatie_status, fout text)
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+BEGIN
+    IF coalesce(pg_catalog.cardinality(p_template_versies), 0)
+        <> coalesce(pg_catalog.cardinality(p_taak_ids), 0) THEN
+        RAISE EXCEPTION 'the arrays differ in length' USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY
+    SELECT r.item, r.status, r.fout
+    FROM nmc.finish_verzenden_batch(
+        p_taak_ids, p_claim_epochs, p_uitkomsten, p_notifynl_ids, p_contactgegeven_ids
+    ) AS r;
+    -- The attempt that now holds the NotifyNL id (only a committed verzonden item's does).
+    UPDATE nmc.poging AS p SET template_versie = u.versie
+    FROM unnest(p_uitkomsten, p_notifynl_ids, p_template_versies) AS u (uitkomst, id, versie)
+    WHERE u.uitkomst = 'verzonden' AND u.versie >= 1 AND p.notifynl_id = u.id
+        AND p.template_versie IS DISTINCT FROM u.versie;
+END
+$$;
+COMMENT ON FUNCTION nmc.finish_verzenden_batch_v2(
+    bigint[], integer[], text[], uuid[], uuid[], integer[]
+) IS
+'nmc.finish_verzenden_batch (the outcomes, their rules and refusals, unchanged), then per '
+'verzonden item the version of the NotifyNL template its 201 named (p_template_versies, '
+'NULL when unknown: a send found by reference) on the attempt holding its NotifyNL id, for '
+'the delivery proof. 22023 when p_template_versies differs in length.';
 
 CREATE OR REPLACE FUNCTION nmc.finish_verzenden(
     p_taak_id bigint,

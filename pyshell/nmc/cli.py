@@ -17,6 +17,7 @@ from nmc import settings_env
 from nmc.admin import beheerrapport as admin_rapportage
 from nmc.admin import onboarding as admin_tasks
 from nmc.admin import operations as admin_ops
+from nmc.admin import templates as admin_templates
 from nmc.admin.migrate import Plan, check, describe_database_error, migrate
 from nmc.config import Settings
 from nmc.database import connection_url
@@ -535,6 +536,7 @@ def _parser() -> argparse.ArgumentParser:
 
     _add_operations_commands(admin)  # the feed and operations
     admin_rapportage.add_commands(admin, _group, _command)  # the daily beheer report
+    admin_templates.add_commands(admin, _group, _command)  # the berichttypen's templates
 
     _add_console_commands(commands, admin)  # the operator console
 

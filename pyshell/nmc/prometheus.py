@@ -58,6 +58,8 @@ DATABASE_HELP = {
     "nmc_webhook_achterstand_seconden": "Seconden sinds de webhook voor het laatst tot zijn "
     "positie leverde.",
     "nmc_webhook_gevalideerd": "1 als de huidige webhook-URL de validatie doorstond.",
+    "nmc_berichttype_niet_beschikbaar": "1 als de NotifyNL-template van het berichttype niet "
+    "meer bestaat (de aanname weigert het).",
     "nmc_event_default_rijen": "Rijen in de default-partitie van het eventlog (normaal 0).",
     "nmc_feed_watermerk_achterstand_seconden": "Seconden dat het oudste gecommitte event "
     "achter het watermerk wacht.",

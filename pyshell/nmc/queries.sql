@@ -41,12 +41,12 @@ SELECT d.dv_id, d.naam FROM nmc.find_dienstverlener(%(oin)s::text) AS d
 -- Byte strings in binary (no hex encoding and parsing). sha256_hash: NULL unless the
 -- database asked for it (NMP01).
 SELECT r.notificatie_id, r.nieuw
-FROM nmc.intake_notificatie_v2(
+FROM nmc.intake_notificatie_v3(
     %(id)s::uuid, %(dv_id)s::integer, %(berichttype)s::text, %(regie)s::nmc.regie,
     %(dvref_hmac)b::bytea, %(pepper_versie)s::smallint, %(payload_hmac)b::bytea,
     %(payload_pepper_versie)s::smallint, %(ontvanger)b::bytea, %(gegevens)b::bytea,
     %(sleutel)b::bytea, %(kek_id)s::text, %(geldig_tot)s::timestamptz, %(batch_id)s::uuid,
-    %(trace_id)s::text, %(dienst)s::text, %(vorige_hmacs)b::bytea[],
+    %(trace_id)s::text, %(dienst)s::text, %(namen)s::text, %(vorige_hmacs)b::bytea[],
     %(vorige_payload_hmacs)b::bytea[], %(sha256_hash)b::bytea
 ) AS r
 
@@ -54,13 +54,13 @@ FROM nmc.intake_notificatie_v2(
 -- The arrays go in binary: as text, 1000 items of ciphertext cost ~45 ms of hex
 -- encoding and parsing per batch, more than the inserts themselves.
 SELECT r.item, r.notificatie_id, r.nieuw
-FROM nmc.intake_notificaties_v2(
+FROM nmc.intake_notificaties_v3(
     %(dv_id)s::integer, %(regie)s::nmc.regie, %(pepper_versie)s::smallint,
     %(payload_pepper_versie)s::smallint, %(kek_id)s::text, %(batch_id)s::uuid,
     %(ids)b::uuid[], %(berichttypen)b::text[], %(dvref_hmacs)b::bytea[],
     %(payload_hmacs)b::bytea[], %(ontvangers)b::bytea[], %(gegevens)b::bytea[],
     %(sleutels)b::bytea[], %(geldig_tot)b::timestamptz[], %(trace_ids)b::text[],
-    %(diensten)b::text[], %(vorige_hmacs)b::bytea[], %(vorige_payload_hmacs)b::bytea[],
+    %(diensten)b::text[], %(namen)b::text[], %(vorige_hmacs)b::bytea[], %(vorige_payload_hmacs)b::bytea[],
     %(sha256_hashes)b::bytea[]
 ) AS r
 ORDER BY r.item
@@ -114,6 +114,15 @@ SELECT nmc.count_refused_callback(%(aantal)s::integer)
 -- apply_dienstverlener --
 SELECT nmc.apply_dienstverlener(%(config)s::jsonb)
 
+-- list_templates --
+SELECT
+    l.dv_id, l.oin, l.berichttype, l.actief, l.notify_service, l.template_id, l.staat,
+    l.versie, l.placeholders, l.gelezen_op, l.verdwenen_op, l.verversen_na, l.laatste_fout
+FROM nmc.list_templates() AS l
+
+-- lees_templates --
+SELECT l.notify_service, l.template_id FROM nmc.lees_templates(%(alle)s::boolean) AS l
+
 -- list_dienstverleners --
 SELECT
     l.dv_id, l.oin, l.naam, l.actief, l.berichttypen, l.quotum_per_minuut,
@@ -159,9 +168,9 @@ ORDER BY l.item
 -- finish_verzenden_batch --
 -- The worker's group commit of send outcomes: per item the status, or fout (a SQLSTATE).
 SELECT r.item, r.status::text AS status, r.fout
-FROM nmc.finish_verzenden_batch(
+FROM nmc.finish_verzenden_batch_v2(
     %(taak_ids)b::bigint[], %(claim_epochs)b::integer[], %(uitkomsten)b::text[],
-    %(notifynl_ids)b::uuid[], %(contactgegeven_ids)b::uuid[]
+    %(notifynl_ids)b::uuid[], %(contactgegeven_ids)b::uuid[], %(template_versies)b::integer[]
 ) AS r
 ORDER BY r.item
 
@@ -248,7 +257,7 @@ SELECT nmc.ensure_beheerrapporten()
 SELECT b.rapport_id, b.dv_id, b.oin, b.naam, b.kanaal, b.dag, b.onbevestigd, b.afgekapt,
     b.oudste, b.bevestigingstermijn::text AS bevestigingstermijn, b.notificatie_ids, b.aandeel,
     b.drempel, b.boven_drempel, b.te_melden, b.afgerond, b.template_id, b.notify_service,
-    b.budget, b.webhook_gat, b.onverwerkbaar, b.onverwerkbaar_dag
+    b.budget, b.webhook_gat, b.onverwerkbaar, b.onverwerkbaar_dag, b.niet_beschikbaar
 FROM nmc.begin_beheerrapport_v2(
     %(taak_id)s::bigint, %(claim_epoch)s::integer, %(drempel)s::double precision
 ) AS b
@@ -458,6 +467,22 @@ SELECT k AS kek_id FROM nmc.kek_ids_levend() AS k
 
 -- run_onderhoud --
 SELECT nmc.run_onderhoud(%(taak_id)s::bigint, %(claim_epoch)s::integer) AS uitkomst
+
+-- claim_template_verversen --
+-- The maintenance job templates: what to read; each read is recorded with record_template.
+SELECT c.notify_service, c.template_id
+FROM nmc.claim_template_verversen(%(taak_id)s::bigint, %(claim_epoch)s::integer) AS c
+
+-- record_template --
+SELECT nmc.record_template(
+    %(notify_service)s::text, %(template_id)s::uuid, %(uitkomst)s::text, %(versie)s::integer,
+    %(placeholders)s::text[], %(sleutels)s::text[], %(fout)s::text
+) AS staat
+
+-- finish_template_verversen --
+SELECT nmc.finish_template_verversen(
+    %(taak_id)s::bigint, %(claim_epoch)s::integer, %(meer)s::boolean
+) AS due
 
 -- list_herwrap --
 SELECT l.notificatie_id, l.kek_id, l.sleutel_gewrapt

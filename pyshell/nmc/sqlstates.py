@@ -27,6 +27,10 @@ FORCE_NOT_ALLOWED = "NM021"
 # Not a refusal: a standby too far behind (the API's lag bound, or a snapshot page's first
 # watermark) for this read; DETAIL = its replay lag in seconds. The API reads on the primary.
 REPLICA_BEHIND = "NMR01"
+# The intake against the berichttype's NotifyNL template (DETAIL: the item index; HINT of
+# NM032: the missing placeholder names as a JSON array).
+MISSING_PERSONALISATION = "NM032"
+BERICHTTYPE_UNAVAILABLE = "NM033"
 # Not a refusal: the intake asks for the unkeyed payload hashes, to judge a replay of a row
 # stored before the payload pepper; the call is made again with them.
 SHA256_NEEDED = "NMP01"

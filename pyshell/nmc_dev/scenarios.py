@@ -16,8 +16,9 @@ from typing import Any, Literal
 Regie = Literal["decentraal", "centraal"]
 # How a centraal scenario's party is known at the Profielservice.
 Party = Literal["email", "unknown", "phone-only"]
-# What the DV does besides the intake: nothing, cancel it, or give it a short geldigTot.
-Action = Literal["none", "cancel", "short-validity"]
+# What the DV does besides the intake: nothing, cancel it, give it a short geldigTot, or
+# leave out a field the berichttype's NotifyNL template needs (the intake refuses it).
+Action = Literal["none", "cancel", "short-validity", "missing-personalisation"]
 IdentificatieType = Literal["BSN", "KVK", "RSIN"]
 
 
@@ -59,6 +60,11 @@ CATALOGUE = (
              "verlopen", "verlopen", action="short-validity"),
     Scenario("kort-geldig", "a short geldigTot, sent before it passed", "decentraal",
              "definitief-bezorgd", None, action="short-validity"),
+    # Never stored: the intake answers 422 ontbrekende-personalisatie (the template needs a
+    # field the berichtgegevens lack); "geweigerd" is that answer, not a status.
+    Scenario("zonder-personalisatie", "lacks the template's field: refused at intake (422)",
+             "decentraal", "geweigerd", "ontbrekende-personalisatie",
+             action="missing-personalisation"),
     Scenario("c-bezorgd", "address from the Profielservice, delivered", "centraal",
              "definitief-bezorgd", None),
     Scenario("c-vol-dan-bezorgd", "Profielservice address, full, delivered on the resend",

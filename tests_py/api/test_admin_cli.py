@@ -4,7 +4,9 @@ import json
 import os
 import shlex
 import stat
+import uuid
 
+import httpx
 import pytest
 from apitest import BASE, TEMPLATE_ID, dv_document
 from starlette.testclient import TestClient
@@ -16,10 +18,71 @@ OIN = "00000001006006006000"
 
 
 @pytest.fixture
-def admin_env(db_url, monkeypatch):
-    """Point the CLI at this test's database."""
+def admin_env(db_url, monkeypatch, notify_env):
+    """Point the CLI at this test's database (and a NotifyNL simulator for the templates)."""
     monkeypatch.setenv("NMC_DATABASE_URL", db_url)
     return db_url
+
+
+def sim_template(notify_env, template_id=TEMPLATE_ID, **template):
+    httpx.post(
+        f"{notify_env.url}/_sim/templates", json={"template_id": template_id, **template}
+    ).raise_for_status()
+
+
+def test_dv_apply_reads_the_templates_and_keeps_their_names(
+    nmc, admin_env, notify_env, tmp_path, conn
+):
+    sim_template(notify_env, subject="Aanslag voor ((Naam))", body="Bedrag: ((bedrag))")
+    result = nmc("admin", "dv", "apply", str(write(tmp_path / "dv.json", dv_document(OIN))))
+    assert result.exit_code == 0, result.err
+    assert conn.execute(
+        "SELECT staat, versie, placeholders, sleutels FROM nmc.notifynl_template"
+    ).fetchall() == [("beschikbaar", 1, ["Naam", "bedrag"], ["naam", "bedrag"])]
+    listed = nmc("admin", "templates", "list")
+    assert listed.exit_code == 0
+    assert "aanslag" in listed.out and "beschikbaar" in listed.out and "Naam, bedrag" in listed.out
+
+    sim_template(notify_env, subject="Aanslag", body="((datum))")
+    again = nmc("admin", "templates", "verversen")
+    assert again.exit_code == 0, again.err
+    assert conn.execute("SELECT versie, placeholders FROM nmc.notifynl_template").fetchall() == [
+        (2, ["datum"])
+    ]
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        ("gone", "NotifyNL kent deze template niet (404)"),
+        ("sms", "geen e-mailtemplate"),
+        ("other-service", "NotifyNL kent deze template niet (404)"),
+    ],
+)
+def test_dv_apply_refuses_a_template_notifynl_cannot_give(
+    nmc, admin_env, notify_env, tmp_path, conn, setup, message
+):
+    if setup == "gone":
+        httpx.delete(f"{notify_env.url}/_sim/templates/{TEMPLATE_ID}")
+    elif setup == "sms":
+        sim_template(notify_env, subject="s", body="b", type="sms")
+    else:
+        sim_template(notify_env, subject="s", body="b", service_id=str(uuid.uuid4()))
+    result = nmc("admin", "dv", "apply", str(write(tmp_path / "dv.json", dv_document(OIN))))
+    assert result.exit_code == 1
+    assert "berichttype aanslag" in result.err and TEMPLATE_ID in result.err
+    assert message in result.err
+    assert conn.execute("SELECT count(*) FROM nmc.dienstverlener").fetchone() == (0,)
+
+
+def test_dv_apply_refuses_when_the_key_cannot_read_the_template(
+    nmc, admin_env, tmp_path, conn, monkeypatch
+):
+    monkeypatch.setenv("NMC_NOTIFYNL_API_KEY", f"onbekend-{uuid.uuid4()}-{uuid.uuid4()}")
+    result = nmc("admin", "dv", "apply", str(write(tmp_path / "dv.json", dv_document(OIN))))
+    assert result.exit_code == 1
+    assert "de sleutel van Notify service standaard kan deze template niet lezen" in result.err
+    assert conn.execute("SELECT count(*) FROM nmc.dienstverlener").fetchone() == (0,)
 
 
 def write(path, document):
@@ -80,7 +143,9 @@ def test_token_refuses_a_bad_oin(nmc, api_env):
     assert "20 digits" in result.err
 
 
-def test_keys_init_then_onboard_then_call_the_api(nmc, admin_env, tmp_path, monkeypatch):
+def test_keys_init_then_onboard_then_call_the_api(
+    nmc, admin_env, notify_env, tmp_path, monkeypatch
+):
     secrets = tmp_path / "secrets"
     result = nmc("admin", "keys", "init", "--dir", str(secrets))
     assert result.exit_code == 0, result.err
@@ -100,6 +165,12 @@ def test_keys_init_then_onboard_then_call_the_api(nmc, admin_env, tmp_path, monk
             monkeypatch.setenv(name, shlex.split(value)[0])
     monkeypatch.delenv("NMC_PEPPERS", raising=False)
     monkeypatch.setenv("NMC_API_DATABASE_URL", with_overrides(admin_env, user="nmc_api"))
+    # dev.env names a NotifyNL key per Notify service: the simulator takes them.
+    monkeypatch.delenv("NMC_NOTIFYNL_API_KEY")
+    dev_keys = json.loads((secrets / "notifynl-keys.json").read_text())
+    httpx.post(
+        f"{notify_env.url}/_sim/config", json={"api_keys": list(dev_keys.values())}
+    ).raise_for_status()
     dv_file = write(tmp_path / "dv.json", dv_document(OIN))
     assert nmc("admin", "dv", "apply", str(dv_file)).exit_code == 0
     bearer = nmc("admin", "token", "--oin", OIN, "--ttl", "60").out.strip()

@@ -21,7 +21,7 @@ import httpx
 import psycopg
 import pytest
 import yaml
-from apitest import BASE, OIN_A, auth, centraal
+from apitest import BASE, OIN_A, TEMPLATE_ID, auth, centraal
 from feedtest import intake, transition
 from starlette.testclient import TestClient
 
@@ -173,6 +173,10 @@ def every_family(client: TestClient, conn: psycopg.Connection, dvs: dict[str, in
     )
     conn.execute("SELECT nmc.advance_clock('8 days')")
     conn.execute("SELECT nmc.take_budget('standaard', 'verzenden', 1)")
+    conn.execute(
+        "SELECT nmc.record_template('standaard', %s, 'verdwenen', NULL, NULL, NULL, NULL)",
+        [TEMPLATE_ID],
+    )
 
 
 @pytest.fixture

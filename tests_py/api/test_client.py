@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import jwt
 import pytest
-from apitest import BASE, OIN_A, OIN_B, centraal, decentraal, token
+from apitest import BASE, OIN_A, OIN_B, TEMPLATE_ID, centraal, decentraal, token
 from feedtest import read_until, transition
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -36,12 +36,14 @@ from nmc.peppers import load_peppers
 from nmc.webhook_signing import issuer, load_signing_ring, new_signing_ring, parse_signing_ring
 from nmc.webhook_validatie import Adresbeleid
 from nmc_client import (
+    BerichttypeUnavailable,
     Conflict,
     CursorExpired,
     FeedReader,
     FileCursorStore,
     JwksCache,
     MemoryCursorStore,
+    MissingPersonalisation,
     NmcClient,
     NmcUnavailable,
     NotFound,
@@ -183,6 +185,26 @@ def test_a_replay_returns_the_same_id_and_another_payload_is_409(nmc, conn):
     assert [v["field"] for v in problem.violations] == ["dvRef"]
     assert body["dvRef"] not in str(caught.value)  # the message never quotes the request
     assert count_notificaties(conn) == 1
+
+
+def test_the_template_refusals_are_typed_errors_naming_the_fields(nmc, conn):
+    conn.execute(
+        "SELECT nmc.record_template('standaard', %s, 'gelezen', 1, '{naam,datum}',"
+        " '{naam,datum}', NULL)",
+        [TEMPLATE_ID],
+    )
+    with pytest.raises(MissingPersonalisation) as caught:
+        nmc.submit("decentraal", decentraal(berichtgegevens={"naam": "Voorbeeld B.V."}))
+    assert (caught.value.status, caught.value.problem.slug) == (422, "ontbrekende-personalisatie")
+    assert caught.value.missing == ["berichtgegevens.datum"]
+    assert "Voorbeeld" not in str(caught.value)
+    conn.execute(
+        "SELECT nmc.record_template('standaard', %s, 'verdwenen', NULL, NULL, NULL, NULL)",
+        [TEMPLATE_ID],
+    )
+    with pytest.raises(BerichttypeUnavailable):
+        nmc.submit_batch("decentraal", [decentraal()])
+    assert count_notificaties(conn) == 0
 
 
 def test_a_lost_answer_is_retried_and_makes_one_notification(client, conn, sleeps):

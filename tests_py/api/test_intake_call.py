@@ -1,5 +1,5 @@
 """nmc.api.intake.IntakeCall is the intake call's shape: its fields are the placeholders of
-queries.sql's batch statement and the parameters of nmc.intake_notificaties_v2, in order, and
+queries.sql's batch statement and the parameters of nmc.intake_notificaties_v3, in order, and
 give the single statement every placeholder it has."""
 
 import dataclasses
@@ -42,6 +42,7 @@ def one_item_call() -> IntakeCall:
         geldig_tot=[None],
         trace_ids=["trace"],
         diensten=[None],
+        namen=["naam"],
         sha256_hashes=[b"h"],
     )
 
@@ -65,6 +66,6 @@ def test_the_single_statement_gets_every_placeholder_and_the_first_entries():
 
 def test_the_fields_are_the_sql_functions_parameters(conn):
     fields = [f.name for f in dataclasses.fields(IntakeCall)]
-    assert input_parameters(conn, "nmc.intake_notificaties_v2") == [f"p_{f}" for f in fields]
-    single = input_parameters(conn, "nmc.intake_notificatie_v2")
+    assert input_parameters(conn, "nmc.intake_notificaties_v3") == [f"p_{f}" for f in fields]
+    single = input_parameters(conn, "nmc.intake_notificatie_v3")
     assert len(single) == len(placeholders("intake_notificatie"))

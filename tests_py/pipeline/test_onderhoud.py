@@ -8,8 +8,11 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 
+import httpx
 import psycopg
+from pipelinetest import TEMPLATE_ID, sim_get
 
 from nmc.admin import operations as admin_ops
 from nmc.config import Settings
@@ -70,7 +73,7 @@ async def test_maintenance_rewraps_every_key_to_the_newest_active_kek(
     config = dataclasses.replace(worker_config, kinds=("onderhoud",))
     async with Worker.started(config, ring=both, pseudonym_key=secrets.token_bytes(32)) as new:
         conn.execute("SELECT nmc.advance_clock('5 minutes')")
-        assert await new.run_once("onderhoud") == len(JOBS)
+        assert await new.run_once("onderhoud") == len(JOBS) - 1, "templates waits 15 minutes"
         rows = admin_ops.kek_status(settings, both)
         status = {row["kek_id"]: (row["sleutels"], row["doel"]) for row in rows}
         assert status == {kek_a: (0, False), KEK_B: (len(ids), True)}, (
@@ -80,7 +83,7 @@ async def test_maintenance_rewraps_every_key_to_the_newest_active_kek(
 
     # A worker of the old ring (a rolling deploy) reports A again: nothing is wrapped back.
     conn.execute("SELECT nmc.advance_clock('5 minutes')")
-    assert await worker.run_once("onderhoud") == len(JOBS)
+    assert await worker.run_once("onderhoud") == len(JOBS) - 1
     assert conn.execute(
         "SELECT kek_id, count(*) FROM nmc.notificatie GROUP BY kek_id"
     ).fetchall() == [(KEK_B, len(ids))]
@@ -233,3 +236,43 @@ async def test_one_workers_new_kek_does_not_move_the_target_for_the_rest(
     async with Worker.started(config, ring=both, pseudonym_key=secrets.token_bytes(32)) as new:
         await new.run_once("onderhoud")
         assert conn.execute("SELECT nmc.herwrap_doel()").fetchone() == (KEK_B,)
+def template_row(conn) -> tuple:
+    return conn.execute(
+        "SELECT staat, versie, placeholders, sleutels, verversen_na - nmc.now()"
+        " FROM nmc.notifynl_template WHERE template_id = %s",
+        [TEMPLATE_ID],
+    ).fetchone()
+
+
+async def test_the_templates_job_reads_each_berichttypes_template_and_keeps_it_current(
+    worker, sim, dv_id, conn
+):
+    """Issue 24: the worker reads the template with the service's key; SQL records it. An
+    edit is read at the next run (at once after nmc.markeer_template_verouderd), a template
+    that disappears makes its berichttype unavailable."""
+    edit = {"template_id": TEMPLATE_ID, "subject": "Aanslag ((Naam))", "body": "((datum-besluit))"}
+    httpx.post(f"{sim.notifynl_url}/_sim/templates", json=edit).raise_for_status()
+    assert await worker.run_once("onderhoud") == len(JOBS)
+    assert template_row(conn)[:4] == (
+        "beschikbaar", 1, ["Naam", "datum-besluit"], ["naam", "datumbesluit"]
+    )  # fmt: skip
+    assert timedelta(minutes=14) < template_row(conn)[4] <= timedelta(minutes=15)
+    reads = [
+        r
+        for r in sim_get(sim.notifynl_url, "/_sim/requests")
+        if r["path"].startswith("/v2/template/")
+    ]
+    assert [r["status"] for r in reads] == [200]
+
+    httpx.post(
+        f"{sim.notifynl_url}/_sim/templates", json={**edit, "body": "((bedrag))"}
+    ).raise_for_status()
+    assert await worker.run_once("onderhoud") == 0, "not due before its interval"
+    assert conn.execute("SELECT nmc.markeer_template_verouderd(%s, 'aanslag')", [dv_id]).fetchone()
+    assert await worker.run_once("onderhoud") == 1, "marked stale: read at the next round"
+    assert template_row(conn)[:3] == ("beschikbaar", 2, ["Naam", "bedrag"])
+
+    httpx.delete(f"{sim.notifynl_url}/_sim/templates/{TEMPLATE_ID}").raise_for_status()
+    conn.execute("SELECT nmc.advance_clock('15 minutes')")
+    await worker.run_once("onderhoud")
+    assert template_row(conn)[0] == "verdwenen"

@@ -35,10 +35,12 @@ from .bewijs import (
 )
 from .feed import FeedReader, MalformedEvent, PollResult, StatusChange
 from .problems import (
+    BerichttypeUnavailable,
     Conflict,
     CursorExpired,
     Forbidden,
     InvalidInput,
+    MissingPersonalisation,
     NmcClientError,
     NmcProblem,
     NmcUnavailable,
@@ -47,6 +49,7 @@ from .problems import (
     ServerError,
     TooManyRequests,
     Unauthenticated,
+    Unprocessable,
 )
 from .stores import CursorStore, FileCursorStore, MemoryCursorStore
 from .transport import RetryPolicy
@@ -64,6 +67,7 @@ __all__ = [
     "Accepted",
     "Afleverbewijs",
     "BatchAccepted",
+    "BerichttypeUnavailable",
     "BewijsOngeldig",
     "BewijsTijdOngeldig",
     "BewijsZonderGrond",
@@ -79,6 +83,7 @@ __all__ = [
     "JwksUnavailable",
     "MalformedEvent",
     "MemoryCursorStore",
+    "MissingPersonalisation",
     "NmcClient",
     "NmcClientError",
     "NmcProblem",
@@ -94,6 +99,7 @@ __all__ = [
     "StatusChange",
     "TooManyRequests",
     "Unauthenticated",
+    "Unprocessable",
     "WebhookBatch",
     "WebhookRejected",
     "WebhookVerifier",

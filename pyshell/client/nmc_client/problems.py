@@ -43,6 +43,12 @@ class Problem:
         found = self.members.get("violations")
         return [v for v in found if isinstance(v, Mapping)] if isinstance(found, list) else []
 
+    @property
+    def invalid_params(self) -> list[Mapping[str, Any]]:
+        """The `invalidParams` of a 422 (NL API Design Rules): name, code, reason."""
+        found = self.members.get("invalidParams")
+        return [p for p in found if isinstance(p, Mapping)] if isinstance(found, list) else []
+
     @classmethod
     def from_response(cls, response: httpx.Response) -> "Problem":
         body: Any = None
@@ -106,6 +112,26 @@ class Conflict(NmcProblem):
     a webhook paused for a gap (set its position instead)."""
 
 
+class Unprocessable(NmcProblem):
+    """422: the request is well-formed but its berichttype's NotifyNL template refuses it;
+    `problem.invalid_params` names the fields. One of the two subclasses below by slug."""
+
+
+class MissingPersonalisation(Unprocessable):
+    """422 `ontbrekende-personalisatie`: the berichtgegevens lack fields the berichttype's
+    NotifyNL template asks for; `missing` lists them (`berichtgegevens.<name>`, in a batch
+    prefixed with `notificaties[i].`). Fix the request: sending it again as is fails again."""
+
+    @property
+    def missing(self) -> list[str]:
+        return [str(p.get("name")) for p in self.problem.invalid_params if p.get("name")]
+
+
+class BerichttypeUnavailable(Unprocessable):
+    """422 `berichttype-niet-beschikbaar`: the berichttype's NotifyNL template is gone; the
+    NMC's beheer is alerted. Nothing of this berichttype is accepted until it is restored."""
+
+
 class CursorExpired(NmcProblem):
     """410 `cursor-vervallen`: start again from a snapshot (or without a cursor)."""
 
@@ -129,10 +155,18 @@ _BY_STATUS: Mapping[int, type[NmcProblem]] = {
 }
 
 
+_BY_SLUG_422: Mapping[str | None, type[NmcProblem]] = {
+    "ontbrekende-personalisatie": MissingPersonalisation,
+    "berichttype-niet-beschikbaar": BerichttypeUnavailable,
+}
+
+
 def error_for(response: httpx.Response, *, now: datetime | None = None) -> NmcProblem:
     """The typed error for a refused response."""
     problem = Problem.from_response(response)
     kind = _BY_STATUS.get(response.status_code)
+    if response.status_code == 422:
+        kind = _BY_SLUG_422.get(problem.slug, Unprocessable)
     if kind is None:
         kind = ServerError if response.status_code >= 500 else NmcProblem
     return kind(problem, retry_after_seconds(response.headers.get("retry-after"), now=now))

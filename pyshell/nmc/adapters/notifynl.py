@@ -21,6 +21,7 @@ whose fault a send's 400 is, by the stable start of the message NotifyNL's code 
   `onbekend` (any other 400: ours until proven otherwise, never the recipient's);
 * get by id: 200 -> `Bericht`; 404 -> None (unknown, or past NotifyNL's retention);
 * search by reference: 200 -> list of `Bericht`;
+* get a template: 200 -> its JSON; 404 -> None (nmc.notifynl_templates reads it);
 * 401/403/429/5xx, connection errors, timeouts, no key for the service -> `Deferral`;
   anything else -> `UnexpectedResponse`.
 
@@ -187,9 +188,11 @@ def bearer_token(key: ApiKey, now: float | None = None) -> str:
 
 @dataclass(frozen=True)
 class Accepted:
-    """NotifyNL accepted the e-mail (201)."""
+    """NotifyNL accepted the e-mail (201); `template_versie`: the version of the template it
+    rendered (the 201's template.version; None when it names none)."""
 
     notifynl_id: uuid.UUID
+    template_versie: int | None = None
 
 
 # The kinds of a refused send (the SQL decides what each means: nmc.finish_verzenden_batch
@@ -324,7 +327,9 @@ class NotifyNL:
         )
         if response.status_code == 201:
             data = json_body(response, SERVICE)
-            return Accepted(notifynl_id=_uuid(data.get("id") if isinstance(data, dict) else None))
+            if not isinstance(data, dict):
+                data = {}
+            return Accepted(notifynl_id=_uuid(data.get("id")), template_versie=_versie(data))
         if response.status_code == 400 or response.status_code in AUTH_STATUS:
             try:
                 data = response.json()
@@ -365,6 +370,23 @@ class NotifyNL:
         if not isinstance(items, list):
             raise UnexpectedResponse(f"{SERVICE}-antwoord")
         return [_bericht(item) for item in items]
+
+    # ------------------------------------------------------------ templates (issue 24)
+
+    async def get_template(
+        self, template_id: uuid.UUID | str, *, service: str | None = None
+    ) -> dict[str, Any] | None:
+        """GET /v2/template/{id} with the service's key: the template (200), or None (404:
+        none, or another service's). 401/403 and outages are a `Deferral` as for every call."""
+        response = await self._call(service, "GET", f"/v2/template/{template_id}", None)
+        if response.status_code == 404:
+            return None
+        if response.status_code == 200:
+            data = json_body(response, SERVICE)
+            if isinstance(data, dict):
+                return data
+            raise UnexpectedResponse(f"{SERVICE}-antwoord")
+        raise UnexpectedResponse(f"{SERVICE}-http-{response.status_code}")
 
     async def _call(
         self,
@@ -441,6 +463,16 @@ def _template(value: Any) -> tuple[uuid.UUID | None, int | None]:
     version = value.get("version")
     valid = isinstance(version, int) and not isinstance(version, bool) and version >= 0
     return template_id, version if valid else None
+
+
+def _versie(data: Mapping[str, Any]) -> int | None:
+    """The 201's template.version: a positive integer, else None (never a refusal: the
+    e-mail was accepted)."""
+    template = data.get("template")
+    version = template.get("version") if isinstance(template, dict) else None
+    if isinstance(version, int) and not isinstance(version, bool) and version >= 1:
+        return version
+    return None
 
 
 def _uuid(value: Any) -> uuid.UUID:

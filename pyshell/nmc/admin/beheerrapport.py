@@ -10,7 +10,9 @@ dienstverlener, oin, dag, onbevestigd_aantal, bevestigingstermijn, onbevestigd_o
 notificatie_ids (one per line), notificatie_ids_meer, geen_contactgegevens_aandeel,
 geen_contactgegevens_drempel, geen_contactgegevens_boven_drempel (the share over the recent
 window `--venster`, default 7 days), webhook_gat (ja: the DV's webhook is paused for a gap
-until it sets its position).
+until it sets its position), onverwerkbaar and onverwerkbaar_dag (yesterday's notifications
+NotifyNL could not render), berichttypen_niet_beschikbaar (the DV's berichttypen whose
+NotifyNL template is gone).
 """
 
 import argparse

@@ -10,6 +10,7 @@ import json
 import os
 import secrets
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 
 import psycopg
 
+from nmc.admin import templates as admin_templates
 from nmc.admin.dev_iam import generate_dev_iam_key, issue_dev_token
 from nmc.afleverbewijs_signing import new_afleverbewijs_ring
 from nmc.config import Settings
@@ -95,10 +97,12 @@ class Onboarding:
     webhook: WebhookStatus | None
 
 
-def apply_dv(settings: Settings, path: Path) -> tuple[int, str]:
+def apply_dv(
+    settings: Settings, path: Path, *, notify_environ: Mapping[str, str] | None = None
+) -> tuple[int, str]:
     """Create or update the DV described in `path` and validate a new or changed webhook;
     returns (dv_id, oin)."""
-    done = onboard_dv(settings, path)
+    done = onboard_dv(settings, path, notify_environ=notify_environ)
     return done.dv_id, done.oin
 
 
@@ -108,13 +112,24 @@ def onboard_dv(
     *,
     origin: str | None = None,
     beleid: Adresbeleid | None = None,
+    notify_environ: Mapping[str, str] | None = None,
 ) -> Onboarding:
-    """Create or update the DV described in `path` (committed first), then validate its
-    webhook when its current URL has not passed yet (nmc.webhook_validatie) and record it."""
+    """Create or update the DV described in `path`, then validate its webhook when its
+    current URL has not passed yet (nmc.webhook_validatie) and record it.
+
+    First every berichttype's NotifyNL template is read with its Notify service's key
+    (`notify_environ`: NMC_NOTIFYNL_URL and the keys, default the process environment): a
+    template NotifyNL does not give as an e-mail template (404, another type, the key cannot
+    read it) refuses the document, naming the berichttype and template, and nothing is
+    applied. Otherwise the DV and its templates' names and versions are committed together,
+    before the webhook's validation."""
     document = read_dv_document(path)
+    lezingen = admin_templates.read_for_onboarding(document, notify_environ)
     with connect(connection_url(settings)) as conn:
-        row = conn.execute(QUERIES["apply_dienstverlener"], {"config": json.dumps(document)})
-        dv_id = row.fetchone()[0]
+        with conn.transaction():
+            row = conn.execute(QUERIES["apply_dienstverlener"], {"config": json.dumps(document)})
+            dv_id = row.fetchone()[0]
+            admin_templates.record(conn, lezingen)
         webhook = check_webhook(conn, dv_id, origin=origin, beleid=beleid)
     return Onboarding(dv_id, str(document.get("oin")), webhook)
 

@@ -4,8 +4,8 @@ Sealing makes every item's HMACs (dvRef and payload, under the current pepper an
 peppers rotate, the earlier live ones) and its ciphertext (recipient and berichtgegevens
 under a fresh data key, wrapped by the active KEK): nothing readable goes to the database.
 `IntakeCall` is the call's shape, the one place the Python side spells it: its fields are
-the parameters of nmc.intake_notificaties_v2 by name and in order, and give the single form
-nmc.intake_notificatie_v2 its parameters too (queries.sql holds both statements; the
+the parameters of nmc.intake_notificaties_v3 by name and in order, and give the single form
+nmc.intake_notificatie_v3 its parameters too (queries.sql holds both statements; the
 test tests_py/api/test_intake_call.py checks that they agree).
 A refusal comes back as the psycopg error; what it means for HTTP is the route's.
 """
@@ -24,6 +24,7 @@ from nmc.api.ids import new_notificatie_ids
 from nmc.api.services import Services
 from nmc.api.validation import recipient_of
 from nmc.canonical_json import berichtgegevens_json, canonical_payload, payload_hash
+from nmc.notifynl_templates import namen_van
 from nmc.peppers import PURPOSE_DVREF, PURPOSE_PAYLOAD, dvref_hmac_many, payload_hmac_many
 from nmc.sealing import seal_many
 
@@ -39,7 +40,7 @@ def per_item(single: str) -> dict[str, str]:
 @dataclass(frozen=True)
 class IntakeCall:
     """Notifications of one DV and regie, sealed and HMACed: the parameters of
-    nmc.intake_notificaties_v2, in its order.
+    nmc.intake_notificaties_v3, in its order.
 
     One list per column, entry i of every list belonging to notification i: the arrays the
     function takes, built once rather than gathered from per-item objects.
@@ -62,6 +63,10 @@ class IntakeCall:
     geldig_tot: list[str | None] = field(metadata=per_item("geldig_tot"))
     trace_ids: list[str] = field(metadata=per_item("trace_id"))
     diensten: list[str | None] = field(metadata=per_item("dienst"))
+    # Each item's berichtgegevens names, normalized as NotifyNL matches them and
+    # space-separated (nmc.notifynl_templates.namen_van): the intake holds them against the
+    # berichttype's template placeholders. Names only, never values.
+    namen: list[str] = field(metadata=per_item("namen"))
     # While peppers rotate: each item's dvRef HMAC under every earlier live pepper version,
     # item by item (k per item); None when only one version is live. The single form takes
     # the same array.
@@ -194,6 +199,7 @@ def sealed_call(
         geldig_tot=[c["geldigTot"] for c in canonicals],
         trace_ids=[trace_id] * len(canonicals),
         diensten=[c["dienst"] for c in canonicals],
+        namen=[namen_van(c["berichtgegevens"]) for c in canonicals],
         vorige_hmacs=earlier_pepper_hmacs(services, dv_id, dvrefs),
         vorige_payload_hmacs=earlier_payload_hmacs(services, dv_id, payloads),
     )

@@ -52,6 +52,10 @@ PROBLEM_TYPES: Mapping[str, ProblemType] = {
         ProblemType("niet-gevonden", 404, "Niet gevonden."),
         ProblemType("cursor-vervallen", 410, "De cursor is vervallen."),
         ProblemType("conflict", 409, "Conflict met de huidige toestand."),
+        ProblemType(
+            "ontbrekende-personalisatie", 422, "De berichtgegevens missen velden van de template."
+        ),
+        ProblemType("berichttype-niet-beschikbaar", 422, "Het berichttype is niet beschikbaar."),
         ProblemType("niet-ondersteund-mediatype", 415, "Niet-ondersteund mediatype."),
         ProblemType("quotum-overschreden", 429, "Het quotum is overschreden."),
         ProblemType("aanroeplimiet-overschreden", 429, "De aanroeplimiet is overschreden."),
@@ -124,6 +128,44 @@ def invalid_input(
     violations: list[Violation], detail: str = "Een of meer velden zijn ongeldig."
 ) -> Problem:
     return Problem("ongeldige-invoer", detail, members={"violations": list(violations)})
+
+
+MISSING_REASON = "De template van dit berichttype vraagt dit veld."
+UNAVAILABLE_REASON = "Dit berichttype kan nu niet worden verzonden."
+
+
+def invalid_param(name: str, code: str, reason: str) -> dict[str, str]:
+    """One entry of `invalidParams` (the NL API Design Rules' problem extension)."""
+    return {"name": name, "code": code, "reason": reason}
+
+
+def missing_personalisation(field_prefix: str, names: list[str]) -> Problem:
+    """422: the berichtgegevens lack these placeholders of the berichttype's NotifyNL
+    template (names as the template spells them; never a value)."""
+    return Problem(
+        "ontbrekende-personalisatie",
+        "De berichtgegevens missen velden die de NotifyNL-template van dit berichttype vraagt.",
+        members={
+            "invalidParams": [
+                invalid_param(f"{field_prefix}berichtgegevens.{name}", "required", MISSING_REASON)
+                for name in names
+            ]
+        },
+    )
+
+
+def berichttype_unavailable(field_prefix: str) -> Problem:
+    """422: the berichttype's NotifyNL template is gone; nothing of it can be sent now."""
+    return Problem(
+        "berichttype-niet-beschikbaar",
+        "De NotifyNL-template van dit berichttype bestaat niet meer; het beheer van het NMC "
+        "is gewaarschuwd.",
+        members={
+            "invalidParams": [
+                invalid_param(f"{field_prefix}berichtType", "unavailable", UNAVAILABLE_REASON)
+            ]
+        },
+    )
 
 
 def unauthenticated(reason: str, *, token_present: bool = True) -> Problem:

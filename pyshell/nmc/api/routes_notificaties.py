@@ -21,8 +21,10 @@ from nmc.api.middleware import trace_id_of
 from nmc.api.openapi import BASE_PATH
 from nmc.api.problems import (
     Problem,
+    berichttype_unavailable,
     database_unavailable,
     internal_error,
+    missing_personalisation,
     problem_for,
     problem_from_db_error,
 )
@@ -43,6 +45,8 @@ ITEM_FIELDS = {
     sqlstates.DVREF_CONFLICT: "dvRef",
     sqlstates.BERICHTTYPE_NOT_ALLOWED: "berichtType",
     sqlstates.GELDIG_TOT_OUT_OF_RANGE: "geldigTot",
+    sqlstates.MISSING_PERSONALISATION: "berichtgegevens",
+    sqlstates.BERICHTTYPE_UNAVAILABLE: "berichtType",
 }
 DVREF_CONFLICT = "is al gebruikt voor een notificatie met een andere inhoud"
 
@@ -131,11 +135,27 @@ def intake_problem(error: psycopg.Error, *, batch: bool) -> Problem:
         detail = (error.diag.message_detail or "").strip()
         if detail.isascii() and detail.isdigit():
             prefix = f"notificaties[{int(detail)}]."
+    if sqlstate == sqlstates.MISSING_PERSONALISATION:
+        return missing_personalisation(prefix, placeholder_names(error.diag.message_hint))
+    if sqlstate == sqlstates.BERICHTTYPE_UNAVAILABLE:
+        return berichttype_unavailable(prefix)
     problem = problem_from_db_error(error, field_prefix=prefix)
     if sqlstate == sqlstates.DVREF_CONFLICT:
         # A 409 still names the field (and the item), as the 400s do.
         problem.members["violations"] = [violation(prefix + "dvRef", DVREF_CONFLICT)]
     return problem
+
+
+def placeholder_names(hint: str | None) -> list[str]:
+    """The missing placeholder names nmc.intake_notificaties_v3 gives in HINT (a JSON array
+    of the template's names, never a request value); anything else gives none."""
+    try:
+        names = json.loads(hint or "[]")
+    except ValueError:
+        return []
+    if not isinstance(names, list):
+        return []
+    return [n for n in names if isinstance(n, str)]
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """The daily beheer report (`beheerrapport`, ADR 0024): once a day per DV with a beheer
 channel, its unacknowledged terminal statuses past its bevestigingstermijn, a flag when its
 share of geen-contactgegevens is above the threshold (NMC_GEEN_CONTACTGEGEVENS_DREMPEL, the
-one /metrics uses), and yesterday's notifications NotifyNL could not render per berichttype
-(technisch-mislukt: the template changed after the intake). Notification ids and counts
-only: no personal data.
+one /metrics uses), yesterday's notifications NotifyNL could not render per berichttype
+(technisch-mislukt: the template changed after the intake) and its berichttypen whose
+NotifyNL template is gone (unavailable). Notification ids and counts only: no personal data.
 
 One open task per DV, planned by nmc.ensure_beheerrapporten (this kind calls it at its first
 round and then once a minute) and re-planned by its own run for the next day's report time.
@@ -196,12 +196,15 @@ def report_data(rapport) -> dict[str, Any]:
                 for item in rapport.onverwerkbaar or ()
             ],
         },
+        # Berichttypen whose NotifyNL template is gone: the intake refuses them (422).
+        "nietBeschikbaar": {"berichttypen": list(rapport.niet_beschikbaar or ())},
     }
 
 
 def personalisation(data: dict[str, Any]) -> dict[str, str]:
     """The report as the template's personalisation (NotifyNL takes strings only)."""
     onbevestigd, geen = data["onbevestigd"], data["geenContactgegevens"]
+    niet = data["nietBeschikbaar"]["berichttypen"]
     ids = onbevestigd["notificatieIds"]
     aantal = onbevestigd["aantal"]
     return {
@@ -223,6 +226,7 @@ def personalisation(data: dict[str, Any]) -> dict[str, str]:
         )
         or "(geen)",
         "onverwerkbaar_dag": data["onverwerkbaar"]["dag"] or "",
+        "berichttypen_niet_beschikbaar": ", ".join(niet) if niet else "(geen)",
     }
 
 

@@ -9,6 +9,12 @@ runs it and no deployment needs a worker of its own for it.
   every live worker reports active, nmc.kek_melding: one worker's new ring does not move
   it); they are re-wrapped here, in memory, and stored with
   nmc.finish_herwrap. The data ciphertexts are not touched.
+* `templates`: the berichttypen's NotifyNL templates. nmc.claim_template_verversen names the
+  templates due for a read; each is read here with its Notify service's key (GET
+  /v2/template/{id}, nmc.notifynl_templates) and recorded with nmc.record_template, which
+  decides what the answer means (a 404 makes the berichttype unavailable); then
+  nmc.finish_template_verversen plans the next run (every 15 minutes by default, at once for
+  a template nmc.markeer_template_verouderd marked).
 
 nmc.ensure_onderhoud keeps one open task per job and registers this worker's active KEK: at
 the first round and then once a minute. Each run is its own short transaction (two for a
@@ -18,6 +24,7 @@ import logging
 import time
 
 from nmc.kek_ring import UnknownKekError
+from nmc.notifynl_templates import GELEZEN, lees_template
 from nmc.sealing import DecryptionError, rewrap
 from nmc.worker.claims import Taak
 from nmc.worker.context import Context, settle
@@ -25,7 +32,7 @@ from nmc.worker.logs import event
 
 SOORT = "onderhoud"
 ENSURE_EVERY_S = 60.0
-JOBS = ("partities", "retentie", "herwrappen")
+JOBS = ("partities", "retentie", "herwrappen", "templates")
 HERWRAP_BATCH = 500
 
 
@@ -55,6 +62,8 @@ async def _run(ctx: Context, taak: Taak) -> str:
     werk = (taak.payload or {}).get("werk")
     if werk == "herwrappen":
         return await _herwrap(ctx, taak)
+    if werk == "templates":
+        return await _templates(ctx, taak)
     uitkomst = await ctx.db.fetch_value(
         "run_onderhoud", {"taak_id": taak.taak_id, "claim_epoch": taak.claim_epoch}
     )
@@ -110,3 +119,29 @@ async def _herwrap(ctx: Context, taak: Taak) -> str:
             naar_kek=ctx.ring.active_id,
         )
     return "herwrappen"
+
+
+async def _templates(ctx: Context, taak: Taak) -> str:
+    fence = {"taak_id": taak.taak_id, "claim_epoch": taak.claim_epoch}
+    due = await ctx.db.fetch_all("claim_template_verversen", fence)
+    for row in due:
+        await ctx.extend_lease(taak.taak_id, taak.claim_epoch)
+        lezing = await lees_template(ctx.notifynl, row.notify_service, row.template_id)
+        staat = await ctx.db.fetch_value(
+            "record_template", lezing.record_params(row.notify_service, row.template_id)
+        )
+        if lezing.uitkomst != GELEZEN:  # ids and error classes only, nothing personal
+            event(
+                logging.WARNING,
+                "template-niet-gelezen",
+                notify_service=row.notify_service,
+                template_id=str(row.template_id),
+                uitkomst=lezing.uitkomst,
+                staat=staat,
+                fout=lezing.fout,
+            )
+    # SQL plans the next run: at once while templates are still due (a full batch).
+    await ctx.db.fetch_value("finish_template_verversen", {**fence, "meer": False})
+    if due:
+        event(logging.INFO, "onderhoud", werk="templates", gelezen=len(due))
+    return "templates"

@@ -119,7 +119,9 @@ async def _send(ctx: Context, taak: Verzendtaak) -> str:
         headers=headers,
     )
     if isinstance(result, Accepted):
-        return await _finish(ctx, taak, "verzonden", result.notifynl_id, contactgegeven_id)
+        return await _finish(
+            ctx, taak, "verzonden", result.notifynl_id, contactgegeven_id, result.template_versie
+        )
     return await _refused(ctx, taak, result, contactgegeven_id)
 
 
@@ -167,19 +169,26 @@ async def _record_contactgegevens(ctx: Context, items: list[tuple]) -> list:
 
 
 async def _finish(
-    ctx: Context, taak: Verzendtaak, uitkomst: str, notifynl_id=None, contactgegeven_id=None
+    ctx: Context,
+    taak: Verzendtaak,
+    uitkomst: str,
+    notifynl_id=None,
+    contactgegeven_id=None,
+    template_versie: int | None = None,
 ):
     # One commit in flight: outcomes arrive spread out (as NotifyNL answers), so the ones
     # that wait for the running commit make the next batch larger.
     group = ctx.group_commit(
         "finish_verzenden", lambda items: _finish_batch(ctx, items), max_in_flight=1
     )
-    await group.submit((taak.taak_id, taak.claim_epoch, uitkomst, notifynl_id, contactgegeven_id))
+    await group.submit(
+        (taak.taak_id, taak.claim_epoch, uitkomst, notifynl_id, contactgegeven_id, template_versie)
+    )
     return uitkomst
 
 
 async def _finish_batch(ctx: Context, items: list[tuple]) -> list:
-    """One nmc.finish_verzenden_batch call; per item its status or its own exception."""
+    """One nmc.finish_verzenden_batch_v2 call; per item its status or its own exception."""
     try:
         rows = await ctx.db.fetch_all(
             "finish_verzenden_batch",
@@ -189,6 +198,7 @@ async def _finish_batch(ctx: Context, items: list[tuple]) -> list:
                 "uitkomsten": [item[2] for item in items],
                 "notifynl_ids": [item[3] for item in items],
                 "contactgegeven_ids": [item[4] for item in items],
+                "template_versies": [item[5] for item in items],
             },
         )
     except psycopg.Error as error:

@@ -42,6 +42,16 @@ class Dv:
             raise _refused(response, f"{regie} intake")
         return response.json()["notificatieId"]
 
+    async def submit_refused(self, regie: str, body: dict[str, Any]) -> tuple[str, list[str]]:
+        """A submission the NMC must refuse with a 422: its problem slug and the names its
+        invalidParams list."""
+        response = await self.client.post(f"{BASE}/{regie}/notificaties", json=body)
+        if response.status_code != 422:
+            raise _refused(response, f"{regie} intake (a 422 expected)")
+        problem = response.json()
+        names = [p.get("name", "") for p in problem.get("invalidParams", [])]
+        return str(problem.get("type", "")).rsplit("/", 1)[-1], names
+
     async def submit_batch(self, regie: str, batch_id: str, bodies: list[dict]) -> list[str]:
         response = await self.client.post(
             f"{BASE}/{regie}/notificaties/_batch",

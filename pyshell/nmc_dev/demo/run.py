@@ -3,8 +3,10 @@
 1. Start a LocalStack: the embedded PostgreSQL, a fresh database `nmc_demo` (so every run
    starts with an unmoved clock and an empty register), the simulators and the API.
 2. Onboard the demo DV (`nmc admin dv apply` logic) and seed the Profielservice's parties.
-3. Before any worker runs: submit some notifications and cancel them (DELETE), and some
-   with a geldigTot 30 minutes ahead; move the clock 1 hour; start the workers.
+3. Before any worker runs: submit one without the field its NotifyNL template asks for (the
+   intake refuses it: 422 ontbrekende-personalisatie), some notifications and cancel them
+   (DELETE), and some with a geldigTot 30 minutes ahead; move the clock 1 hour; start the
+   workers.
 4. Submit the main wave over HTTP (decentraal and centraal, single and batch); wait until
    the pipeline is quiet.
 5. Clock +1 h 5 min: reconciliation asks NotifyNL about attempts without a receipt.
@@ -141,13 +143,21 @@ def _onboard(stack: LocalStack, plan: scenario.Plan, display: Display) -> None:
     document = scenario.dv_document()
     path = stack.state_dir / "dv.json"
     path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    admin.apply_dv(stack.admin_settings, path)
+    # The templates at NotifyNL ask for a field; the onboarding reads their placeholders.
+    for template_id in {b["notifynlTemplateId"] for b in document["berichttypen"]}:
+        httpx.post(
+            f"{stack.notifynl_url}/_sim/templates",
+            json={"template_id": template_id, "subject": scenario.TEMPLATE_SUBJECT,
+                  "body": scenario.TEMPLATE_BODY},
+        ).raise_for_status()  # fmt: skip
+    admin.apply_dv(stack.admin_settings, path, notify_environ=stack.notify_environ())
     response = httpx.post(f"{stack.profielservice_url}/_sim/parties", json=plan.parties)
     response.raise_for_status()
     codes = ", ".join(b["code"] for b in document["berichttypen"])
     display.note(
         f"onboarded {document['naam']} (OIN {document['oin']}; berichttypen {codes}) "
-        f"from {path}; {len(plan.parties)} parties at the Profielservice"
+        f"from {path} (its NotifyNL templates ask for (({scenario.TEMPLATE_FIELD}))); "
+        f"{len(plan.parties)} parties at the Profielservice"
     )
 
 
@@ -159,6 +169,15 @@ async def _phases(
     display: Display,
     options: Options,
 ) -> None:
+    refused = plan.with_action("missing-personalisation")
+    for n in refused:
+        slug, names = await dv.submit_refused(n.scenario.regie, n.body)
+        n.refusal = ("geweigerd", slug)
+    if refused:
+        display.note(
+            f"{len(refused)} submitted without the template's (({scenario.TEMPLATE_FIELD})): "
+            f"refused at intake, 422 {slug} ({', '.join(names)})"
+        )
     cancelled = plan.with_action("cancel")
     for n in cancelled:
         n.id = await dv.submit(n.scenario.regie, n.body)
@@ -242,7 +261,7 @@ def _summary(plan: scenario.Plan, feed: FeedReader, stats: dict[str, int], displ
     final = {i: (k.status, k.reden) for i, k in feed.known.items()}
     per_scenario: dict[scenario.Scenario, Counter] = {s: Counter() for s in scenario.SCENARIOS}
     for n in plan.notificaties:
-        per_scenario[n.scenario][final.get(n.id or "", ("-", None))] += 1
+        per_scenario[n.scenario][final.get(n.id or "", n.refusal or ("-", None))] += 1
     rows = []
     for s, outcomes in per_scenario.items():
         as_expected = outcomes[(s.status, s.reden)]
@@ -253,7 +272,9 @@ def _summary(plan: scenario.Plan, feed: FeedReader, stats: dict[str, int], displ
     out.write(f"\nWhat was sent ({len(plan.notificaties)} notifications):\n")
     out.write(table(("scenario", "regie", "n", "ends as", "as predicted"), rows, right=(2,)))
 
-    counts = Counter(final.get(n.id or "", ("-", None)) for n in plan.notificaties)
+    counts = Counter(
+        final.get(n.id or "", ("-", None)) for n in plan.notificaties if n.refusal is None
+    )
     expected = plan.expected()
     order = {status: i for i, status in enumerate(STATUSES)}
     keys = sorted(set(counts) | set(expected), key=lambda k: (order.get(k[0], 99), k[1] or ""))

@@ -16,18 +16,24 @@ from nmc_dev.scenarios import Action, Scenario
 DEMO_OIN = "00000001823288444000"
 DEMO_NAAM = "Gemeente Voorbeeld"
 DOMAIN = "demo.voorbeeld.nl"
-MIN_COUNT = 20
+MIN_COUNT = 30
 BATCH_SIZE = 25
 SINGLE_SHARE = 0.3  # of the main wave, submitted one by one; the rest in batches
 SHORT_VALIDITY = timedelta(minutes=30)  # geldigTot of the `verlopen` scenario
 # The demo's mix, in percent. The cancelled and the short-lived ones go in before any worker
 # runs (nmc_dev.demo.run), so they end as geannuleerd and verlopen.
 SCENARIOS = scenarios.mix({
-    "bezorgd": 26, "vol-dan-bezorgd": 6, "callback-kwijt": 6, "bounce": 6, "vol": 4,
+    "bezorgd": 25, "vol-dan-bezorgd": 6, "callback-kwijt": 6, "bounce": 6, "vol": 4,
     "technisch": 3, "sjabloon-gewijzigd": 2, "stil": 3, "c-bezorgd": 16, "c-vol-dan-bezorgd": 6,
     "c-bounce": 4,
     "c-onbekend": 6, "c-geen-email": 3, "geannuleerd": 4, "verlopen": 5,
+    "zonder-personalisatie": 1,
 })  # fmt: skip
+# The placeholder the demo's NotifyNL templates ask for (set in the simulator before the
+# onboarding reads them); the `zonder-personalisatie` scenario leaves it out.
+TEMPLATE_FIELD = "zaak"
+TEMPLATE_SUBJECT = f"Nieuws over uw zaak (({TEMPLATE_FIELD}))"
+TEMPLATE_BODY = f"Beste ontvanger,\n\nEr is nieuws over uw zaak (({TEMPLATE_FIELD}))."
 
 
 @dataclass
@@ -35,6 +41,7 @@ class Notificatie:
     scenario: Scenario
     body: dict[str, Any]
     id: str | None = None  # the NMC's notificatieId, after intake
+    refusal: tuple[str, str | None] | None = None  # ("geweigerd", problem slug): not taken
 
 
 @dataclass
@@ -46,8 +53,12 @@ class Plan:
         return [n for n in self.notificaties if n.scenario.action == action]
 
     def expected(self) -> dict[tuple[str, str | None], int]:
+        """The final statuses the feed should show (a notification refused at intake has
+        none)."""
         counts: dict[tuple[str, str | None], int] = {}
         for n in self.notificaties:
+            if n.scenario.action == "missing-personalisation":
+                continue
             key = (n.scenario.status, n.scenario.reden)
             counts[key] = counts.get(key, 0) + 1
         return counts
@@ -68,8 +79,10 @@ def build_plan(count: int, run_id: str, *, now: datetime, seed: int = 8) -> Plan
             body: dict[str, Any] = {
                 "dvRef": f"demo-{run_id}-{serial:04d}",
                 "berichtType": "herinnering" if scenario.regie == "decentraal" else "besluit",
-                "berichtgegevens": {"zaak": f"Z-{serial:04d}"},
+                "berichtgegevens": {TEMPLATE_FIELD: f"Z-{serial:04d}"},
             }
+            if scenario.action == "missing-personalisation":
+                body["berichtgegevens"] = {"kenmerk": f"K-{serial:04d}"}
             fields, party = scenarios.recipient(scenario, address, numbers)
             body.update(fields)
             if party:

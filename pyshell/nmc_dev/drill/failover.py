@@ -245,7 +245,9 @@ class FailoverDrill(Soak):
             document = replace(dv, max_cursorleeftijd=CURSOR_AGE).document()
             path = self.stack.state_dir / f"dv-{dv.oin}.json"
             path.write_text(json.dumps(document, indent=2) + "\n")
-            admin.apply_dv(self.stack.admin_settings, path)
+            admin.apply_dv(
+                self.stack.admin_settings, path, notify_environ=self.stack.notify_environ()
+            )
         with httpx.Client(timeout=60) as http:
             http.post(self.stack.profielservice_url + "/_sim/parties",
                       json=self.work.parties).raise_for_status()  # fmt: skip

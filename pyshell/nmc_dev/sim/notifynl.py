@@ -12,6 +12,9 @@ another service's is a 404, a search finds none). With `templates` (service id -
 template ids) a service may only send its own templates: another's is refused as NotifyNL
 refuses it (notifications-api `check_template_exists_by_id_and_service`: 400
 BadRequestError "Template not found"). Without `templates` any template is accepted.
+Templates have subjects, bodies, placeholders and versions (nmc_dev.sim.notifynl_templates:
+GET /v2/template/{id}[/version/{n}], GET /v2/templates, POST …/preview, `Missing
+personalisation` on a send, and `/_sim/templates` to edit them at run time).
 
 The outcome is chosen by the recipient's local part:
 `bezorgd+…` delivered, `permanent+…` permanent-failure, `tijdelijk+…` temporary-failure,
@@ -52,6 +55,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from nmc_dev.sim.notifynl_auth import AuthError, SimKey, authenticate
+from nmc_dev.sim.notifynl_templates import SimTemplate, SimTemplates, missing, missing_message
 
 SEVEN_DAYS_S = 7 * 24 * 3600.0
 ALLOWED_PROPERTIES = frozenset(
@@ -231,6 +235,7 @@ class NotifySim:
         # key lists change (not on every request).
         self._keys_of: tuple[tuple[str, ...], tuple[str, ...]] | None = None
         self._keys_made: dict[str, list[SimKey]] = {}
+        self.templates = SimTemplates(lambda: self.config.templates)
         self.reset()
 
     # ---------------------------------------------------------------- state
@@ -248,6 +253,7 @@ class NotifySim:
         self.sent_per_day: Counter[tuple[str, date]] = Counter()
         self.requests: list[dict[str, Any]] = []
         self.callbacks: list[dict[str, Any]] = []
+        self.templates.reset()
         for task in list(self._tasks):
             task.cancel()
         for timer in self._timers:
@@ -284,6 +290,7 @@ class NotifySim:
             Route(SEND_PATH, self._send_email, methods=["POST"]),
             Route("/v2/notifications/{notification_id}", self._get_one, methods=["GET"]),
             Route("/v2/notifications", self._get_list, methods=["GET"]),
+            *self._template_routes(),
             Route("/_sim/faults", self._faults, methods=["GET", "POST", "DELETE"]),
             Route("/_sim/config", self._set_config, methods=["GET", "POST"]),
             Route("/_sim/clock", self._clock, methods=["POST"]),
@@ -375,8 +382,8 @@ class NotifySim:
             errors = [{"error": "ValidationError", "message": p} for p in problems]
             return JSONResponse({"status_code": 400, "errors": errors}, status_code=400)
         service_id = request.state.sim_service
-        templates = self.config.templates
-        if templates and body["template_id"] not in templates.get(service_id, ()):
+        template = self.templates.find(service_id, body["template_id"])
+        if template is None:
             entry["status"] = 400
             return _error(400, "BadRequestError", "Template not found")
         weigering = self._refusal(body, service_id)
@@ -384,7 +391,11 @@ class NotifySim:
             response = weigering.response()
             entry["status"], entry["weigering"] = response.status_code, weigering.soort
             return response
-        notification = self._accept(body, service_id)
+        lacking = missing(template.placeholders(), body.get("personalisation") or {})
+        if lacking:
+            entry["status"] = 400
+            return _error(400, "BadRequestError", missing_message(lacking))
+        notification = self._accept(body, service_id, template)
         accept_timeout = self.faults.accept_timeout_rate
         if accept_timeout and self.random.random() < accept_timeout:
             entry["accepted"] = True
@@ -473,16 +484,22 @@ class NotifySim:
         self.sent_per_day[day] += 1
         return None
 
-    def _accept(self, body: dict[str, Any], service_id: str) -> dict[str, Any]:
+    def _accept(
+        self, body: dict[str, Any], service_id: str, template: SimTemplate
+    ) -> dict[str, Any]:
         address = body["email_address"]
         self.sends_per_address[address.lower()] += 1
+        personalisation = body.get("personalisation") or {}
         notification = {
             "id": str(uuid.uuid4()),
             "service_id": service_id,
             "reference": body.get("reference"),
             "email_address": address,
             "template_id": body["template_id"],
-            "personalisation": body.get("personalisation") or {},
+            "personalisation": personalisation,
+            # NotifyNL renders the template's latest version at the send.
+            "template_version": template.latest.version,
+            "content": template.content(personalisation),
             "status": "created",
             "created_at": self.now(),
             "sent_at": None,
@@ -594,15 +611,15 @@ class NotifySim:
 
     def _template(self, notification: dict[str, Any]) -> dict[str, Any]:
         template_id = notification["template_id"]
+        version = notification["template_version"]
         return {
             "id": template_id,
-            "version": 1,
-            "uri": f"{self.config.base_url}/v2/template/{template_id}/version/1",
+            "version": version,
+            "uri": f"{self.config.base_url}/v2/template/{template_id}/version/{version}",
         }
 
     def _content(self, notification: dict[str, Any]) -> tuple[str, str]:
-        lines = [f"{k}: {v}" for k, v in sorted(notification["personalisation"].items())]
-        return "Bericht van de overheid", "\n".join(["Beste ontvanger,", *lines])
+        return notification["content"]
 
     def _created_body(self, notification: dict[str, Any]) -> dict[str, Any]:
         subject, body = self._content(notification)
@@ -646,8 +663,117 @@ class NotifySim:
             "sent_at": _iso(notification["sent_at"]),
             "notification_type": "email",
             "template_id": notification["template_id"],
-            "template_version": 1,
+            "template_version": notification["template_version"],
         }
+
+    # ---------------------------------------------------------------- templates
+    # (nmc_dev.sim.notifynl_templates: the reads of GET /v2/template…, the preview, and the
+    # run-time edits of /_sim/templates.)
+
+    def _template_routes(self) -> list[Route]:
+        return [
+            Route("/v2/template/{template_id}", self._get_template, methods=["GET"]),
+            Route(
+                "/v2/template/{template_id}/version/{version:int}",
+                self._get_template,
+                methods=["GET"],
+            ),
+            Route("/v2/templates", self._get_templates, methods=["GET"]),
+            Route("/v2/template/{template_id}/preview", self._preview, methods=["POST"]),
+            Route("/_sim/templates", self._sim_templates, methods=["GET", "POST"]),
+            Route("/_sim/templates/{template_id}", self._sim_template, methods=["DELETE"]),
+        ]
+
+    async def _known_template(self, request: Request) -> SimTemplate | Response:
+        """The template of the path as the caller's service sees it, or the error answer."""
+        refused = await self._guard(request)
+        if refused is not None:
+            return refused
+        entry = request.state.sim_entry
+        template_id = request.path_params["template_id"]
+        if not _is_uuid(template_id):
+            entry["status"] = 400
+            return _error(400, "ValidationError", "template_id is not a valid UUID")
+        template = self.templates.find(request.state.sim_service, template_id)
+        if template is None:
+            entry["status"] = 404
+            return _error(404, "NoResultFound", "No result found")
+        return template
+
+    async def _get_template(self, request: Request) -> Response:
+        template = await self._known_template(request)
+        if isinstance(template, Response):
+            return template
+        entry = request.state.sim_entry
+        wanted = request.path_params.get("version")
+        version = template.latest
+        if wanted is not None:
+            found = [v for v in template.versions if v.version == wanted]
+            if not found:
+                entry["status"] = 404
+                return _error(404, "NoResultFound", "No result found")
+            version = found[0]
+        entry["status"] = 200
+        return JSONResponse(template.body(self.config.base_url, version))
+
+    async def _get_templates(self, request: Request) -> Response:
+        refused = await self._guard(request)
+        if refused is not None:
+            return refused
+        kind = request.query_params.get("type")
+        found = [
+            t.body(self.config.base_url)
+            for t in self.templates.of_service(request.state.sim_service)
+            if kind is None or t.type == kind
+        ]
+        request.state.sim_entry["status"] = 200
+        return JSONResponse({"templates": found})
+
+    async def _preview(self, request: Request) -> Response:
+        template = await self._known_template(request)
+        if isinstance(template, Response):
+            return template
+        entry = request.state.sim_entry
+        try:
+            data = await request.json()
+        except ValueError:
+            data = None
+        personalisation = data.get("personalisation") if isinstance(data, dict) else None
+        personalisation = personalisation if isinstance(personalisation, dict) else {}
+        lacking = missing(template.placeholders(), personalisation)
+        if lacking:
+            entry["status"] = 400
+            return _error(400, "BadRequestError", missing_message(lacking))
+        subject, body = template.content(personalisation)
+        entry["status"] = 200
+        return JSONResponse(
+            {
+                "id": template.template_id,
+                "type": template.type,
+                "version": template.latest.version,
+                "body": body,
+                "subject": subject,
+                "html": None,
+                "postage": None,
+            }
+        )
+
+    async def _sim_templates(self, request: Request) -> Response:
+        if request.method == "POST":
+            try:
+                data = await request.json()
+                if not isinstance(data, dict) or not _is_uuid(data.get("template_id")):
+                    raise ValueError("give template_id (a UUID), subject and body")
+                template = self.templates.edit(data, self.now())
+            except (ValueError, TypeError) as problem:
+                return JSONResponse({"error": str(problem)}, status_code=400)
+            return JSONResponse(template.body(self.config.base_url))
+        shown = [t.body(self.config.base_url) for t in self.templates.edited.values()]
+        return JSONResponse({"templates": shown, "removed": sorted(self.templates.removed)})
+
+    async def _sim_template(self, request: Request) -> Response:
+        known = self.templates.remove(request.path_params["template_id"])
+        return Response(status_code=204 if known else 404)
 
     # ---------------------------------------------------------------- test hooks
 

@@ -256,7 +256,9 @@ class Soak:
         for dv in workload.DVS:
             path = self.stack.state_dir / f"dv-{dv.oin}.json"
             path.write_text(json.dumps(dv.document(), indent=2) + "\n", encoding="utf-8")
-            admin.apply_dv(self.stack.admin_settings, path)
+            admin.apply_dv(
+                self.stack.admin_settings, path, notify_environ=self.stack.notify_environ()
+            )
         with httpx.Client(timeout=60) as http:
             http.post(self.stack.profielservice_url + "/_sim/parties",
                       json=self.work.parties).raise_for_status()  # fmt: skip

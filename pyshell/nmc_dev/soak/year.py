@@ -346,7 +346,8 @@ class Year:
             document = year_dv.document(hook_base)
             path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
             admin.onboard_dv(stack.admin_settings, path,
-                             beleid=Adresbeleid.parse(LOOPBACK_NETWORK))  # fmt: skip
+                             beleid=Adresbeleid.parse(LOOPBACK_NETWORK),
+                             notify_environ=stack.notify_environ())  # fmt: skip
         # The probes time the NMC's own throughput and the simulator limits nothing: its
         # services get a pace far above a probe's sends (NotifyNL's real pace is the budget
         # tests' and the peak day's).

@@ -97,6 +97,11 @@ class LocalStack:
         default is taken (nmc_dev.embedded_db)."""
         return connection_url(self.settings, "admin", self.database)
 
+    def notify_environ(self) -> dict[str, str]:
+        """What `nmc admin dv apply` in this process needs to read the templates from the
+        stack's NotifyNL simulator: its URL and the dev secrets' key per Notify service."""
+        return {**self.secrets, "NMC_NOTIFYNL_URL": self.notifynl_url}
+
     @property
     def admin_settings(self) -> Settings:
         """Settings whose admin connection is this stack's database (for nmc.admin etc.)."""
