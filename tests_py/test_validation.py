@@ -164,7 +164,7 @@ def test_many_different_violations_together():
     found = violations_of(lambda: v.validate_centraal(body, now=NOW))
     assert sorted(fields(found)) == sorted(
         [
-            "extra",
+            "",  # the unknown member `extra`, on the body as a whole
             "dvRef",
             "berichtType",
             "identificatieNummer",
@@ -176,16 +176,20 @@ def test_many_different_violations_together():
     )
 
 
-def test_unknown_field_refused():
+def test_unknown_field_refused_by_its_position():
     found = only_violation(lambda: v.validate_decentraal(decentraal(prioriteit="hoog"), now=NOW))
-    assert found == {"field": "prioriteit", "in": "body", "message": "onbekend veld"}
+    assert found == {
+        "field": "",
+        "in": "body",
+        "message": "bevat een onbekend veld (veld 4 van het object)",
+    }
 
 
-def test_odd_unknown_field_name_is_not_repeated():
-    name = "jan.jansen@voorbeeld.nl"
+@pytest.mark.parametrize("name", ["jan.jansen@voorbeeld.nl", "999993653", "prioriteit", "dvref"])
+def test_an_unknown_field_name_is_never_repeated(name):
     found = only_violation(lambda: v.validate_decentraal(decentraal(**{name: "x"}), now=NOW))
     assert name not in json.dumps(found)
-    assert found["field"] == "(onbekend veld)"
+    assert found["field"] == ""
 
 
 def test_callback_url_refused_with_pointer_to_onboarding():
@@ -748,7 +752,7 @@ def test_batch_refuses_unknown_fields_and_non_objects():
     found = violations_of(
         lambda: v.validate_batch({"notificaties": [centraal()], "x": 1}, "centraal", now=NOW)
     )
-    assert fields(found) == ["x"]
+    assert fields(found) == [""]
     found = only_violation(lambda: v.validate_batch([], "centraal", now=NOW))
     assert found["field"] == ""
     with pytest.raises(ValueError, match="regie"):
@@ -816,7 +820,7 @@ def test_lijst_query_defaults_and_values():
         ([("dvRef", "a"), ("limiet", "1e2")], ["limiet"]),
         ([("dvRef", "a"), ("cursor", "a b")], ["cursor"]),
         ([("dvRef", "a"), ("cursor", "x" * 501)], ["cursor"]),
-        ([("dvref", "a")], ["dvref", "dvRef"]),
+        ([("dvref", "a")], ["", "dvRef"]),
     ],
 )
 def test_lijst_query_invalid(params, expected_fields):

@@ -290,7 +290,7 @@ def _past():
         (DECENTRAAL, decentraal(batchId="batch-1"), {"batchId"}),
         (DECENTRAAL, decentraal(dienst=""), {"dienst"}),
         (DECENTRAAL, decentraal(callbackUrl="https://dv.example/cb"), {"callbackUrl"}),
-        (DECENTRAAL, decentraal(onbekend="x"), {"onbekend"}),
+        (DECENTRAAL, decentraal(onbekend="x"), {""}),  # unknown: named by position only
         (DECENTRAAL, decentraal(identificatieType="BSN"), {"identificatieType"}),
         (CENTRAAL, centraal(identificatieNummer="111222334"), {"identificatieNummer"}),
         (CENTRAAL, centraal(identificatieNummer="000000000"), {"identificatieNummer"}),

@@ -27,8 +27,14 @@ from nmc.afleverbewijs_signing import MEDIA_TYPE
 from nmc.api.middleware import trace_id_of
 from nmc.api.openapi import BASE_PATH
 from nmc.api.problems import internal_error, service_unavailable
+from nmc.api.routing import provision_route
 from nmc.api.services import Services, caller, services_of
-from nmc.api.validation import ValidationFailed, parse_notificatie_id, violation
+from nmc.api.validation import (
+    ValidationFailed,
+    parse_notificatie_id,
+    query_parameters,
+    violation,
+)
 
 GESCHIEDENIS_LIMIET_DEFAULT = 100
 GESCHIEDENIS_LIMIET_MAX = 1000
@@ -44,6 +50,10 @@ async def afleverbewijs(request: Request) -> Response:
     services = services_of(request)
     dv = await caller(request)
     notificatie_id = parse_notificatie_id(request.path_params["notificatieId"])
+    # The proof takes no parameters: refused as the history refuses one it does not know.
+    _, errors = query_parameters(request.query_params.multi_items(), ())
+    if errors:
+        raise ValidationFailed(errors)
     ring = services.afleverbewijs
     if ring is None:
         raise service_unavailable(
@@ -92,15 +102,7 @@ async def geschiedenis(request: Request) -> Response:
 def parse_geschiedenis_query(params: Iterable[tuple[str, str]]) -> dict[str, Any]:
     """`limiet` (1-1000, default 100) and `cursor` (the `volgende` of the previous page); a
     repeated or unknown parameter is refused."""
-    errors = []
-    seen: dict[str, str] = {}
-    for name, value in params:
-        if name not in ("limiet", "cursor"):
-            errors.append(violation(name[:100], "onbekende parameter", "query"))
-        elif name in seen:
-            errors.append(violation(name, "mag maar één keer voorkomen", "query"))
-        else:
-            seen[name] = value
+    seen, errors = query_parameters(params, ("limiet", "cursor"))
     limiet = GESCHIEDENIS_LIMIET_DEFAULT
     if "limiet" in seen:
         text = seen["limiet"]
@@ -137,6 +139,6 @@ async def _record(
 def routes() -> list[Route]:
     base = f"{BASE_PATH}/notificaties/{{notificatieId}}"
     return [
-        Route(f"{base}/afleverbewijs", afleverbewijs, methods=["GET"]),
-        Route(f"{base}/geschiedenis", geschiedenis, methods=["GET"]),
+        provision_route(f"{base}/afleverbewijs", afleverbewijs),
+        provision_route(f"{base}/geschiedenis", geschiedenis),
     ]

@@ -33,6 +33,7 @@ from nmc.api.feed_query import (
 from nmc.api.middleware import trace_id_of
 from nmc.api.openapi import BASE_PATH
 from nmc.api.problems import internal_error, not_found
+from nmc.api.routing import provision_route
 from nmc.api.services import Services, caller, services_of
 from nmc.api.sse import EventStreamResponse, FeedStream
 from nmc.api.validation import Location, ValidationFailed, violation
@@ -223,8 +224,8 @@ def routes() -> list[Route]:
     `wijzigingen` and `_snapshot` as ids."""
     base = f"{BASE_PATH}/notificaties"
     return [
-        Route(f"{base}/wijzigingen", wijzigingen, methods=["GET"]),
+        provision_route(f"{base}/wijzigingen", wijzigingen),
         Route(f"{base}/wijzigingen/bevestiging", bevestiging, methods=["PUT"]),
-        Route(f"{base}/_snapshot", snapshot, methods=["GET"]),
+        provision_route(f"{base}/_snapshot", snapshot),
         Route(f"{BASE_PATH}/webhook/hervatten", webhook_hervatten, methods=["POST"]),
     ]

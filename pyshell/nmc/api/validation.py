@@ -3,8 +3,10 @@
 A violation is `{"field": ..., "in": ..., "message": ...}` with `in` one of body, query, path,
 header, the shape the MOZa NMC returns. `field` is a path such as `notificaties[3].emailAdres`;
 the empty string means the body as a whole. Messages are fixed Dutch texts: they name the rule,
-never the value, because the values are personal data (SPEC §8). A field name the caller made
-up is only repeated when it looks like a field name (letters, digits, `_`, `.`, `-`).
+never the value, because the values are personal data (SPEC §8). A name is only repeated when
+the schema knows it: a member or query parameter the caller made up may itself be personal
+data (a BSN sent as a name looks like any identifier), so it is reported on the object (or the
+query) that holds it, by its position (`unknown_member`, `unknown_parameter`).
 
 An optional member is either absent or has a value of its type: `null` is refused (the
 contract has no nullable request member). Lengths are counted as the OpenAPI schema's
@@ -79,7 +81,6 @@ CALLBACK_URL_MESSAGE = (
 
 _BERICHTTYPE = re.compile(r"\A[A-Za-z0-9._-]{1,100}\Z")
 _BERICHTGEGEVENS_KEY = re.compile(r"\A[A-Za-z0-9_]{1,50}\Z")
-_SAFE_FIELD_NAME = re.compile(r"\A[A-Za-z0-9_.-]{1,50}\Z")
 _CURSOR = re.compile(r"\A[A-Za-z0-9_-]{1,500}\Z")
 _UUID = re.compile(r"\A[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}\Z")
 _DIGITS = re.compile(r"\A[0-9]+\Z")
@@ -107,6 +108,44 @@ BATCH_FIELDS = frozenset(("batchId", "notificaties"))
 
 def violation(field: str, message: str, location: Location = "body") -> Violation:
     return {"field": field, "in": location, "message": message}
+
+
+def unknown_member(prefix: str, position: int) -> Violation:
+    """A member the schema does not know, on the object `prefix` names ("" the body, or
+    `notificaties[3].`), by its 1-based position in that object: never by its name."""
+    return violation(
+        prefix.rstrip("."), f"bevat een onbekend veld (veld {position} van het object)"
+    )
+
+
+def query_parameters(
+    params: Iterable[tuple[str, str]], allowed: Iterable[str]
+) -> tuple[dict[str, str], list[Violation]]:
+    """The known query parameters by name, and a violation for each unknown or repeated one.
+
+    One rule for every operation: a parameter the operation does not know is refused (a
+    misspelt one would otherwise silently change nothing), and so is a repeated one. Pass
+    `request.query_params.multi_items()`.
+    """
+    known = frozenset(allowed)
+    seen: dict[str, str] = {}
+    errors: list[Violation] = []
+    for position, (name, value) in enumerate(params, 1):
+        if name not in known:
+            errors.append(unknown_parameter(position))
+        elif name in seen:
+            errors.append(violation(name, "mag maar één keer voorkomen", "query"))
+        else:
+            seen[name] = value
+    return seen, errors
+
+
+def unknown_parameter(position: int) -> Violation:
+    """A query parameter the operation does not know, by its 1-based position in the query:
+    never by its name."""
+    return violation(
+        "", f"bevat een onbekende parameter (parameter {position} van de query)", "query"
+    )
 
 
 class _Collector:
@@ -196,14 +235,8 @@ def validate_lijst_query(params: Iterable[tuple[str, str]]) -> dict[str, Any]:
     unknown one (a misspelt `dvref=` would otherwise silently list nothing).
     """
     errors = _Collector()
-    seen: dict[str, str] = {}
-    for name, value in params:
-        if name not in ("dvRef", "limiet", "cursor"):
-            errors.add(_field_label(name, ""), "onbekende parameter", "query")
-        elif name in seen:
-            errors.add(name, "mag maar één keer voorkomen", "query")
-        else:
-            seen[name] = value
+    seen, found = query_parameters(params, ("dvRef", "limiet", "cursor"))
+    errors.items.extend(found)
     dvref = seen.get("dvRef")
     if dvref is None:
         errors.add("dvRef", "is verplicht", "query")
@@ -362,7 +395,7 @@ def _unknown_fields(
 ) -> None:
     if body.keys() <= allowed:  # the common case, checked as one set operation
         return
-    for name in body:
+    for position, name in enumerate(body, 1):
         if name in allowed:
             continue
         if name == "callbackUrl":
@@ -379,14 +412,7 @@ def _unknown_fields(
                 "hoort bij centrale regie: gebruik /centraal/notificaties, of geef emailAdres",
             )
         else:
-            errors.add(_field_label(name, prefix), "onbekend veld")
-
-
-def _field_label(name: Any, prefix: str) -> str:
-    """The path of a caller-chosen member name, without repeating an odd-looking name."""
-    if isinstance(name, str) and _SAFE_FIELD_NAME.match(name):
-        return prefix + name
-    return prefix + "(onbekend veld)"
+            errors.items.append(unknown_member(prefix, position))
 
 
 def _required_text(

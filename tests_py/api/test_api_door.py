@@ -1,0 +1,188 @@
+"""What the API's door refuses, found by probing it as a black box (issue 24): names the caller
+made up are never echoed, HEAD does no work, and a body is `application/json` in UTF-8 only.
+"""
+
+import json
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+from apitest import BASE, auth, centraal, decentraal
+from feedtest import ACK, FEED, SNAPSHOT, intake
+
+DECENTRAAL = f"{BASE}/decentraal/notificaties"
+CENTRAAL = f"{BASE}/centraal/notificaties"
+BSN = "999993653"  # a valid BSN (elfproef), sent as a member or parameter name
+
+
+def proof_url(notificatie_id: str) -> str:
+    return f"{BASE}/notificaties/{notificatie_id}/afleverbewijs"
+
+
+def history_url(notificatie_id: str) -> str:
+    return f"{BASE}/notificaties/{notificatie_id}/geschiedenis"
+
+
+def refused_without_echo(response, secret: str = BSN) -> list[dict]:
+    assert response.status_code == 400, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    assert secret not in response.text
+    return response.json()["violations"]
+
+
+def ldv_records() -> list[dict]:
+    path = Path(os.environ["NMC_LDV_FILE"])
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+# --------------------------------------------------------------------------------------------
+# Item 8: names echoed in errors
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        (DECENTRAAL, lambda: decentraal(**{BSN: "x"})),
+        (CENTRAAL, lambda: centraal(**{BSN: "x"})),
+        (f"{DECENTRAAL}/_batch", lambda: {"notificaties": [decentraal(**{BSN: "x"})]}),
+        (f"{DECENTRAAL}/_batch", lambda: {"notificaties": [decentraal()], BSN: "x"}),
+    ],
+)
+def test_an_unknown_body_member_is_never_named(client, path, body):
+    [found] = refused_without_echo(client.post(path, json=body(), headers=auth()))
+    assert found["in"] == "body"
+    assert found["field"] in ("", "notificaties[0]")
+    assert found["message"].startswith("bevat een onbekend veld (veld ")
+
+
+def test_an_unknown_member_of_the_acknowledgement_is_never_named(client):
+    response = client.put(ACK, json={"cursor": "abc", BSN: "x"}, headers=auth())
+    violations = refused_without_echo(response)
+    assert any("onbekend veld" in v["message"] for v in violations)
+
+
+def test_an_unknown_member_says_where_it_is(client):
+    body = {"notificaties": [decentraal(), decentraal(**{BSN: "x", "misspelt": 1})]}
+    found = refused_without_echo(client.post(f"{DECENTRAAL}/_batch", json=body, headers=auth()))
+    assert [v["field"] for v in found] == ["notificaties[1]"] * 2
+    assert "misspelt" not in json.dumps(found)
+    # Positions tell the two apart: the fifth and sixth member of that object.
+    assert [v["message"] for v in found] == [
+        "bevat een onbekend veld (veld 5 van het object)",
+        "bevat een onbekend veld (veld 6 van het object)",
+    ]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"{BASE}/notificaties?dvRef=zaak-1",
+        FEED,
+        SNAPSHOT,
+        "HISTORY",
+        "PROOF",
+    ],
+)
+def test_an_unknown_query_parameter_is_never_named(client, url):
+    if url in ("HISTORY", "PROOF"):
+        [notificatie_id] = intake(client)
+        url = history_url(notificatie_id) if url == "HISTORY" else proof_url(notificatie_id)
+    separator = "&" if "?" in url else "?"
+    response = client.get(f"{url}{separator}{BSN}=1", headers=auth())
+    [found] = refused_without_echo(response)
+    assert (found["field"], found["in"]) == ("", "query")
+    position = 2 if separator == "&" else 1
+    assert found["message"] == f"bevat een onbekende parameter (parameter {position} van de query)"
+
+
+def test_a_known_name_is_still_named(client):
+    response = client.post(DECENTRAAL, json=decentraal(callbackUrl="https://x.nl"), headers=auth())
+    assert [v["field"] for v in response.json()["violations"]] == ["callbackUrl"]
+    response = client.get(FEED, params={"limiet": "0"}, headers=auth())
+    assert [v["field"] for v in response.json()["violations"]] == ["limiet"]
+
+
+# --------------------------------------------------------------------------------------------
+# Item 9: HEAD does no work
+
+
+@pytest.mark.parametrize("which", ["proof", "history", "feed", "snapshot"])
+def test_head_is_refused_without_the_work(client, which):
+    [notificatie_id] = intake(client)
+    url = {
+        "proof": proof_url(notificatie_id),
+        "history": history_url(notificatie_id),
+        "feed": FEED,
+        "snapshot": SNAPSHOT,
+    }[which]
+    before = len(ldv_records())
+    response = client.head(url, headers=auth())
+    assert response.status_code == 405
+    assert response.headers["allow"] == "GET"
+    assert response.content == b""
+    assert len(ldv_records()) == before
+    assert client.get(url, headers=auth()).status_code == 200
+
+
+# --------------------------------------------------------------------------------------------
+# Item 11: content types
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "application/json; charset=utf-16",
+        "application/json; charset=latin-1",
+        "application/json; charset=utf-8; charset=utf-16",
+        "application/merge-patch+json",
+        "application/problem+json",
+        "application/json-seq",
+        "text/json",
+        "application/json; foo=bar",
+    ],
+)
+def test_a_body_is_application_json_in_utf8_only(client, conn, content_type):
+    data = json.dumps(decentraal()).encode("utf-8")
+    response = client.post(
+        DECENTRAAL, content=data, headers={**auth(), "Content-Type": content_type}
+    )
+    assert response.status_code == 415, response.text
+    assert response.json()["type"].endswith("/niet-ondersteund-mediatype")
+    response = client.put(
+        ACK, content=b'{"cursor": "abc"}', headers={**auth(), "Content-Type": content_type}
+    )
+    assert response.status_code == 415, response.text
+    assert conn.execute("SELECT count(*) FROM nmc.notificatie").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "application/json",
+        "Application/JSON",
+        "application/json; charset=utf-8",
+        'application/json;charset="UTF-8"',
+        "application/json ; Charset=utf-8",
+    ],
+)
+def test_application_json_in_utf8_is_accepted(client, content_type):
+    data = json.dumps(decentraal()).encode("utf-8")
+    response = client.post(
+        DECENTRAAL, content=data, headers={**auth(), "Content-Type": content_type}
+    )
+    assert response.status_code == 202, response.text
+
+
+def test_the_proof_and_the_history_refuse_unknown_parameters_alike(client):
+    [notificatie_id] = intake(client)
+    for url in (proof_url(notificatie_id), history_url(notificatie_id)):
+        response = client.get(url, params={"onbekend": "1"}, headers=auth())
+        [found] = refused_without_echo(response, "onbekend=")
+        assert (found["field"], found["in"]) == ("", "query")
+    # The proof has no parameters at all: the history's are unknown to it.
+    response = client.get(proof_url(notificatie_id), params={"limiet": "5"}, headers=auth())
+    assert response.status_code == 400
+    assert client.get(proof_url(str(uuid.uuid4())), headers=auth()).status_code == 404
