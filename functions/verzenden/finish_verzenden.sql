@@ -212,6 +212,21 @@ BEGIN
         )
     );
 
+    -- NotifyNL refused the address (its 400, or the worker's check of its rule before the
+    -- call): under centraal the address is the Profielservice's, reported invalid there as
+    -- after a permanent failure (notifynl-contract.md, Errors).
+    INSERT INTO nmc.taak (soort, dv_id, notificatie_id, poging_id, due, trace_id, aangemaakt_op)
+    SELECT 'ongeldig-melden', n.dv_id, n.id, u.poging_id, v_nu, n.trace_id, v_nu
+    FROM unnest(v_notificaties, v_pogingen, v_fouten, p_uitkomsten) AS u (
+        notificatie_id, poging_id, fout, uitkomst
+    )
+    INNER JOIN nmc.notificatie AS n ON u.notificatie_id = n.id
+    WHERE u.fout IS NULL AND u.uitkomst = 'ongeldig-adres' AND n.regie = 'centraal'
+    ON CONFLICT (notificatie_id, soort)
+    WHERE staat IN ('open', 'claimed') AND soort NOT IN ('receipt', 'reconciliëren')
+    AND notificatie_id IS NOT NULL
+    DO NOTHING;
+
     -- Reconciliation asks NotifyNL after an hour if no receipt came.
     INSERT INTO nmc.taak (soort, dv_id, notificatie_id, poging_id, due, trace_id, aangemaakt_op)
     SELECT 'reconciliëren', n.dv_id, n.id, u.poging_id, v_nu + INTERVAL '1 hour', n.trace_id, v_nu
@@ -316,7 +331,8 @@ COMMENT ON FUNCTION nmc.finish_verzenden(bigint, integer, text, uuid, uuid) IS
 'p_uitkomst: verzonden (NotifyNL 201 or found by reference; the attempt takes the '
 'NotifyNL id, in-verzending -> verzonden, a resend only records the attempt, and a '
 'reconcile task is planned +1 h; a resend a receipt judged meanwhile is planned), '
-'ongeldig-adres (NotifyNL 400: niet-bezorgbaar, onbereikbaar), geen-contactgegevens '
+'ongeldig-adres (NotifyNL 400, or its rule checked before the call: niet-bezorgbaar, '
+'onbereikbaar; under centraal an ongeldig-melden task for the attempt), geen-contactgegevens '
 '(Profielservice: niet-bezorgbaar), verlopen (a re-claim that found nothing after '
 'geldig_tot; NM014 before it). Closes the task; returns the status. The one-item form of '
 'nmc.finish_verzenden_batch, whose refusal it raises.';
