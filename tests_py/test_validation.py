@@ -273,6 +273,33 @@ def test_invalid_email(address):
     assert address.strip() not in found["message"]
 
 
+@pytest.mark.parametrize(
+    "address",
+    ["jan@voor---beeld.nl", "a@xn---x.nl", "a@b.xn--p1--ai", "plainaddress", "jan@voorbeeld..nl"],
+)
+def test_an_address_notifynl_refuses_is_address_refused(address):
+    with pytest.raises(v.AddressRefused) as refused:
+        v.validate_decentraal(decentraal(emailAdres=address), now=NOW)
+    assert refused.value.violations == [
+        {"field": "emailAdres", "in": "body", "message": v.ADDRESS_REFUSED_MESSAGE}
+    ]
+
+
+@pytest.mark.parametrize("address", [" jan@voorbeeld.nl", ".jan@voorbeeld.nl", "jan.@x.nl"])
+def test_an_address_only_the_nmc_form_refuses_is_a_plain_violation(address):
+    with pytest.raises(v.ValidationFailed) as failed:
+        v.validate_decentraal(decentraal(emailAdres=address), now=NOW)
+    assert type(failed.value) is v.ValidationFailed
+
+
+def test_a_refused_address_beside_a_shape_violation_is_a_plain_violation():
+    body = decentraal(emailAdres="plainaddress", dvRef="")
+    with pytest.raises(v.ValidationFailed) as failed:
+        v.validate_decentraal(body, now=NOW)
+    assert type(failed.value) is v.ValidationFailed
+    assert sorted(fields(failed.value.violations)) == ["dvRef", "emailAdres"]
+
+
 def test_email_length_limit_is_254():
     local = "a" * 64
     domain_254 = ".".join(["b" * 61, "c" * 61, "d" * 61]) + ".nl"  # 188 characters

@@ -186,3 +186,62 @@ def test_the_proof_and_the_history_refuse_unknown_parameters_alike(client):
     response = client.get(proof_url(notificatie_id), params={"limiet": "5"}, headers=auth())
     assert response.status_code == 400
     assert client.get(proof_url(str(uuid.uuid4())), headers=auth()).status_code == 404
+
+
+# --------------------------------------------------------------------------------------------
+# Item 3: an address NotifyNL would refuse is a 422 at intake
+
+
+ADDRESS_REFUSED = "https://mijnoverheidzakelijk.nl/nmc/problemen/emailadres-geweigerd"
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "incorrect-punycode@xn---something.com",  # accepted before: NotifyNL refuses it
+        "jan@voor---beeld.nl",
+        "jan@voorbeeld.xn--p1--ai",
+        "plainaddress",
+        "jan@voorbeeld..nl",
+    ],
+)
+def test_an_address_notifynl_would_refuse_is_a_422(client, conn, address):
+    response = client.post(DECENTRAAL, json=decentraal(emailAdres=address), headers=auth())
+    assert response.status_code == 422, response.text
+    problem = response.json()
+    assert (problem["type"], problem["status"]) == (ADDRESS_REFUSED, 422)
+    assert problem["violations"] == [
+        {"field": "emailAdres", "in": "body", "message": "wordt door NotifyNL geweigerd"}
+    ]
+    assert address not in response.text
+    assert conn.execute("SELECT count(*) FROM nmc.notificatie").fetchone()[0] == 0
+
+
+def test_a_batch_names_the_items_whose_address_notifynl_would_refuse(client):
+    body = {
+        "notificaties": [
+            decentraal(),
+            decentraal(emailAdres="jan@voor---beeld.nl"),
+            decentraal(emailAdres="plainaddress"),
+        ]
+    }
+    response = client.post(f"{DECENTRAAL}/_batch", json=body, headers=auth())
+    assert response.status_code == 422, response.text
+    assert [v["field"] for v in response.json()["violations"]] == [
+        "notificaties[1].emailAdres",
+        "notificaties[2].emailAdres",
+    ]
+
+
+def test_a_request_of_the_wrong_shape_is_a_400_listing_the_address_too(client):
+    body = decentraal(emailAdres="plainaddress", dvRef="")
+    response = client.post(DECENTRAAL, json=body, headers=auth())
+    assert response.status_code == 400, response.text
+    assert {v["field"] for v in response.json()["violations"]} == {"dvRef", "emailAdres"}
+
+
+@pytest.mark.parametrize("address", [" jan@voorbeeld.nl", ".jan@voorbeeld.nl", "a" * 65 + "@x.nl"])
+def test_an_address_notifynl_accepts_but_the_nmc_form_refuses_stays_a_400(client, address):
+    response = client.post(DECENTRAAL, json=decentraal(emailAdres=address), headers=auth())
+    assert response.status_code == 400, response.text
+    assert response.json()["violations"][0]["field"] == "emailAdres"

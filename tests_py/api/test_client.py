@@ -48,6 +48,7 @@ from nmc_client import (
     ServerError,
     StatusChange,
     TooManyRequests,
+    Unprocessable,
     WebhookRejected,
     WebhookVerifier,
     parse_batch,
@@ -182,6 +183,16 @@ def test_a_replay_returns_the_same_id_and_another_payload_is_409(nmc, conn):
     assert [v["field"] for v in problem.violations] == ["dvRef"]
     assert body["dvRef"] not in str(caught.value)  # the message never quotes the request
     assert count_notificaties(conn) == 1
+
+
+def test_an_address_notifynl_would_refuse_is_unprocessable(nmc, conn):
+    with pytest.raises(Unprocessable) as caught:
+        nmc.submit("decentraal", decentraal(emailAdres="jan@voor---beeld.nl"))
+    problem = caught.value.problem
+    assert (caught.value.status, problem.slug) == (422, "emailadres-geweigerd")
+    assert [v["field"] for v in problem.violations] == ["emailAdres"]
+    assert "voor---beeld" not in str(caught.value)
+    assert count_notificaties(conn) == 0
 
 
 def test_a_lost_answer_is_retried_and_makes_one_notification(client, conn, sleeps):

@@ -40,6 +40,7 @@ from .problems import (
     ServerError,
     TooManyRequests,
     Unauthenticated,
+    Unprocessable,
 )
 from .stores import CursorStore, FileCursorStore, MemoryCursorStore
 from .transport import RetryPolicy
@@ -85,6 +86,7 @@ __all__ = [
     "StatusChange",
     "TooManyRequests",
     "Unauthenticated",
+    "Unprocessable",
     "WebhookBatch",
     "WebhookRejected",
     "WebhookVerifier",

@@ -105,6 +105,11 @@ class Conflict(NmcProblem):
     """409: a dvRef reused with another payload, or a cancel after `aangenomen`."""
 
 
+class Unprocessable(NmcProblem):
+    """422 `emailadres-geweigerd`: NotifyNL would refuse an e-mail address;
+    `problem.violations` names each one (in a batch with the item's index)."""
+
+
 class CursorExpired(NmcProblem):
     """410 `cursor-vervallen`: start again from a snapshot (or without a cursor)."""
 
@@ -124,6 +129,7 @@ _BY_STATUS: Mapping[int, type[NmcProblem]] = {
     404: NotFound,
     409: Conflict,
     410: CursorExpired,
+    422: Unprocessable,
     429: TooManyRequests,
 }
 

@@ -24,7 +24,7 @@ from starlette.responses import JSONResponse, Response
 
 from nmc import sqlstates
 from nmc.api.auth_errors import JwksUnavailable, Unauthenticated
-from nmc.api.validation import ValidationFailed, Violation, violation
+from nmc.api.validation import AddressRefused, ValidationFailed, Violation, violation
 from nmc.status import NOTIFICATIE_STATUSES
 
 log = logging.getLogger(__name__)
@@ -53,6 +53,7 @@ PROBLEM_TYPES: Mapping[str, ProblemType] = {
         ProblemType("cursor-vervallen", 410, "De cursor is vervallen."),
         ProblemType("conflict", 409, "Conflict met de huidige toestand."),
         ProblemType("niet-ondersteund-mediatype", 415, "Niet-ondersteund mediatype."),
+        ProblemType("emailadres-geweigerd", 422, "Het e-mailadres wordt door NotifyNL geweigerd."),
         ProblemType("quotum-overschreden", 429, "Het quotum is overschreden."),
         ProblemType("aanroeplimiet-overschreden", 429, "De aanroeplimiet is overschreden."),
         ProblemType("interne-fout", 500, "Interne fout."),
@@ -124,6 +125,16 @@ def invalid_input(
     violations: list[Violation], detail: str = "Een of meer velden zijn ongeldig."
 ) -> Problem:
     return Problem("ongeldige-invoer", detail, members={"violations": list(violations)})
+
+
+def address_refused(violations: list[Violation]) -> Problem:
+    """422: NotifyNL would refuse these e-mail addresses (`violations` names each one)."""
+    return Problem(
+        "emailadres-geweigerd",
+        "NotifyNL zou een of meer e-mailadressen weigeren; de notificatie kan zo niet worden "
+        "verzonden.",
+        members={"violations": list(violations)},
+    )
 
 
 def unauthenticated(reason: str, *, token_present: bool = True) -> Problem:
@@ -357,6 +368,8 @@ def problem_for(exc: BaseException) -> Problem:
     """The problem for any exception the API can meet."""
     if isinstance(exc, Problem):
         return exc
+    if isinstance(exc, AddressRefused):
+        return address_refused(exc.violations)
     if isinstance(exc, ValidationFailed):
         return invalid_input(exc.violations)
     if isinstance(exc, Unauthenticated):

@@ -15,6 +15,10 @@ holds no character of Unicode category C (control, format, surrogate, private us
 unassigned) or Z (separators) other than the plain space U+0020, which is exactly what
 `str.isprintable` accepts: two dvRefs that look the same are the same dvRef.
 
+An e-mail address NotifyNL would refuse (nmc.notifynl_email) is an `AddressRefused`, a 422:
+the request has the right shape but could not be sent; alongside a violation of the shape it
+is listed in the 400 as well.
+
 On success the validators return the *canonical* request: a plain dict with every optional member
 present (None when absent), strings NFC-normalised, `geldigTot` in UTC with a `Z`, `batchId` in
 lower case, e-mail domains in lower case. `canonical_json.payload_hash` over it is the
@@ -33,6 +37,8 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any, Literal, TypedDict, cast
 
+from nmc.notifynl_email import refused_by_notifynl
+
 Location = Literal["body", "query", "path", "header"]
 
 IDENTIFICATIE_TYPES: tuple[str, ...] = ("BSN", "KVK", "RSIN")
@@ -48,6 +54,14 @@ class ValidationFailed(Exception):
     def __init__(self, violations: list[Violation]):
         super().__init__(f"{len(violations)} violation(s)")
         self.violations = violations
+
+
+class AddressRefused(ValidationFailed):
+    """The request has the right shape, but NotifyNL would refuse one or more of its e-mail
+    addresses (nmc.notifynl_email): a 422, not a 400 (SPEC §7 intake)."""
+
+
+ADDRESS_REFUSED_MESSAGE = "wordt door NotifyNL geweigerd"
 
 
 # Limits, also stated in the OpenAPI document (nmc/api/openapi.yaml; tests_py/test_openapi.py
@@ -149,15 +163,27 @@ def unknown_parameter(position: int) -> Violation:
 
 
 class _Collector:
+    """Every violation, in order. A request with only refused addresses is an
+    AddressRefused (422); one that also breaks a rule of its shape is a ValidationFailed
+    (400) that lists the refused addresses too."""
+
     def __init__(self) -> None:
         self.items: list[Violation] = []
+        self.refused = 0
 
     def add(self, field: str, message: str, location: Location = "body") -> None:
         self.items.append(violation(field, message, location))
 
+    def refuse_address(self, field: str) -> None:
+        self.add(field, ADDRESS_REFUSED_MESSAGE)
+        self.refused += 1
+
     def raise_if_any(self) -> None:
-        if self.items:
-            raise ValidationFailed(self.items)
+        if not self.items:
+            return
+        if self.refused == len(self.items):
+            raise AddressRefused(self.items)
+        raise ValidationFailed(self.items)
 
 
 # --------------------------------------------------------------------------------------------
@@ -273,8 +299,9 @@ def recipient_of(canonical: Mapping[str, Any]) -> str:
 def is_valid_email(address: str) -> bool:
     """A practical RFC 5322 subset: dot-atom local part, a dotted domain, at most 254 characters.
 
-    It is at least as strict as NotifyNL's own check (GOV.UK Notify `validate_email_address`),
-    so an address accepted here is not refused at send time for its syntax.
+    The NMC's own form of an address. It is not NotifyNL's rule (nmc.notifynl_email), which
+    the intake checks first: it refuses some addresses NotifyNL takes, and takes a few
+    NotifyNL refuses (three hyphens in a row in a label, say).
     """
     if not isinstance(address, str) or address.count("@") != 1:
         return False
@@ -489,6 +516,12 @@ def _email(body: dict[str, Any], prefix: str, errors: _Collector) -> str | None:
         errors.add(field, f"is langer dan {EMAIL_MAX} tekens")
         return None
     value = unicodedata.normalize("NFC", value)
+    # What is sent is judged: the NFC form. NotifyNL's rule first (a 422), then the NMC's
+    # own form, stricter in places (no surrounding whitespace, a dot-atom local part of at
+    # most 64 characters), for an address NotifyNL would take (a 400).
+    if refused_by_notifynl(value):
+        errors.refuse_address(field)
+        return None
     if not is_valid_email(value):
         errors.add(
             field,
