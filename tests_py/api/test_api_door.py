@@ -4,12 +4,14 @@ made up are never echoed, HEAD does no work, and a body is `application/json` in
 
 import json
 import os
+import re
 import uuid
 from pathlib import Path
 
 import pytest
-from apitest import BASE, auth, centraal, decentraal
+from apitest import BASE, OIN_A, OIN_B, auth, centraal, decentraal
 from feedtest import ACK, FEED, SNAPSHOT, intake
+from test_api_afleverbewijs import callback, delivered, send, submit
 
 DECENTRAAL = f"{BASE}/decentraal/notificaties"
 CENTRAAL = f"{BASE}/centraal/notificaties"
@@ -245,3 +247,54 @@ def test_an_address_notifynl_accepts_but_the_nmc_form_refuses_stays_a_400(client
     response = client.post(DECENTRAAL, json=decentraal(emailAdres=address), headers=auth())
     assert response.status_code == 400, response.text
     assert response.json()["violations"][0]["field"] == "emailAdres"
+
+
+# --------------------------------------------------------------------------------------------
+# Item 10: the history's page cursor is bound to the notification and holds no global counter
+
+
+def history_pages(client, notificatie_id, limiet="1", oin=OIN_A):
+    """Every page of the history; the cursors handed out."""
+    pages, cursors, cursor = [], [], None
+    while True:
+        params = {"limiet": limiet, **({"cursor": cursor} if cursor else {})}
+        response = client.get(history_url(notificatie_id), params=params, headers=auth(oin))
+        assert response.status_code == 200, response.text
+        pages.append(response.json())
+        cursor = pages[-1]["volgende"]
+        if cursor is None:
+            return pages, cursors
+        cursors.append(cursor)
+
+
+def test_the_history_cursor_is_bound_to_its_notification(client, conn):
+    other = delivered(client, conn)  # NMC-wide receipt numbers now start above 1
+    notificatie_id = submit(client)
+    send(conn, notificatie_id)
+    callback(client, conn, notificatie_id, "temporary-failure")
+    send(conn, notificatie_id)
+    callback(client, conn, notificatie_id, "delivered")
+    pages, cursors = history_pages(client, notificatie_id)
+    assert [e["sequence"] for p in pages for e in p["events"]] == [1, 2, 3, 4, 5]
+    assert [r["status"] for p in pages for r in p["receipts"]] == [
+        "temporary-failure",
+        "delivered",
+    ]
+    first = cursors[0]
+    assert re.fullmatch(r"[A-Za-z0-9_-]{20,128}", first) and "." not in first
+    # Its position is the notification's own: after event 1 and after its first receipt,
+    # not the NMC-wide number of that receipt.
+    codec = client.app.state.nmc.cursors
+    dv_a = conn.execute("SELECT dv_id FROM nmc.dienstverlener WHERE oin = %s", (OIN_A,)).fetchone()[
+        0
+    ]
+    assert codec.decode_geschiedenis(dv_a, uuid.UUID(notificatie_id), first) == (1, 1)
+    # On another notification, the same DV's or another DV's, it is no cursor.
+    theirs = submit(client, oin=OIN_B)
+    for target, oin in ((other, OIN_A), (theirs, OIN_B)):
+        response = client.get(history_url(target), params={"cursor": first}, headers=auth(oin))
+        [found] = response.json()["violations"]
+        assert (response.status_code, found["field"], found["in"]) == (400, "cursor", "query")
+    # The old form (`<sequence>.<receipt>`) is refused as well.
+    response = client.get(history_url(notificatie_id), params={"cursor": "1.1"}, headers=auth())
+    assert response.status_code == 400
