@@ -49,14 +49,20 @@ def refused_by_notifynl(address: object) -> bool:
     string is refused)."""
     if not isinstance(address, str):
         return True
-    text = address.translate(_REMOVED_ANYWHERE).strip(_STRIPPED_AROUND)
+    # The removed characters are none of them ASCII: an ASCII address keeps its characters.
+    text = address if address.isascii() else address.translate(_REMOVED_ANYWHERE)
+    text = text.strip(_STRIPPED_AROUND)
     match = _ADDRESS.fullmatch(text)
     if match is None or len(text) > ADDRESS_MAX or ".." in text:
         return True
-    try:
-        host = match.group(1).encode("idna").decode("ascii")
-    except UnicodeError:
-        return True
+    host = match.group(1)
+    if not host.isascii():
+        # An ASCII host the codec returns unchanged, refusing only an empty or over-long
+        # label, which the label rule below refuses as well: the verdict is the same.
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            return True
     labels = host.split(".")
     if len(host) > HOST_MAX or len(labels) < 2:
         return True
