@@ -298,3 +298,31 @@ def test_the_history_cursor_is_bound_to_its_notification(client, conn):
     # The old form (`<sequence>.<receipt>`) is refused as well.
     response = client.get(history_url(notificatie_id), params={"cursor": "1.1"}, headers=auth())
     assert response.status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("POST", DECENTRAAL, decentraal),
+        ("POST", CENTRAAL, centraal),
+        ("POST", f"{DECENTRAAL}/_batch", lambda: {"notificaties": [decentraal()]}),
+        ("POST", f"{CENTRAAL}/_batch", lambda: {"notificaties": [centraal()]}),
+        ("GET", "STATUS", None),
+        ("DELETE", "STATUS", None),
+        ("PUT", ACK, lambda: {"cursor": "abc"}),
+        ("POST", f"{BASE}/webhook/hervatten", None),
+    ],
+)
+def test_every_operation_refuses_a_query_parameter_it_does_not_know(
+    client, conn, method, path, body
+):
+    if path == "STATUS":
+        [notificatie_id] = intake(client)
+        path = f"{BASE}/notificaties/{notificatie_id}"
+    before = conn.execute("SELECT count(*), max(versie) FROM nmc.notificatie").fetchone()
+    response = client.request(
+        method, f"{path}?{BSN}=1", json=body() if body else None, headers=auth()
+    )
+    [found] = refused_without_echo(response)
+    assert (found["field"], found["in"]) == ("", "query")
+    assert conn.execute("SELECT count(*), max(versie) FROM nmc.notificatie").fetchone() == before

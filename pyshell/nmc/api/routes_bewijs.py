@@ -33,6 +33,7 @@ from nmc.api.routing import provision_route
 from nmc.api.services import Services, caller, services_of
 from nmc.api.validation import (
     ValidationFailed,
+    no_query_parameters,
     parse_notificatie_id,
     query_parameters,
     violation,
@@ -54,10 +55,7 @@ async def afleverbewijs(request: Request) -> Response:
     services = services_of(request)
     dv = await caller(request)
     notificatie_id = parse_notificatie_id(request.path_params["notificatieId"])
-    # The proof takes no parameters: refused as the history refuses one it does not know.
-    _, errors = query_parameters(request.query_params.multi_items(), ())
-    if errors:
-        raise ValidationFailed(errors)
+    no_query_parameters(request.query_params.multi_items())
     ring = services.afleverbewijs
     if ring is None:
         raise service_unavailable(

@@ -36,7 +36,7 @@ from nmc.api.problems import internal_error, not_found
 from nmc.api.routing import provision_route
 from nmc.api.services import Services, caller, services_of
 from nmc.api.sse import EventStreamResponse, FeedStream
-from nmc.api.validation import Location, ValidationFailed, violation
+from nmc.api.validation import Location, ValidationFailed, no_query_parameters, violation
 from nmc.cloudevents import to_cloudevent
 from nmc.feed_cursor import InvalidCursor, Position
 
@@ -117,6 +117,7 @@ async def read_page(
 async def bevestiging(request: Request) -> Response:
     services = services_of(request)
     dv = await caller(request)
+    no_query_parameters(request.query_params.multi_items())
     cursor = parse_bevestiging(await read_json(request, ACK_BODY_LIMIT))
     position = _position(services, dv, cursor, "cursor", "body")
     row = await sql_calls.fetch_one(
@@ -178,6 +179,7 @@ async def snapshot(request: Request) -> Response:
 async def webhook_hervatten(request: Request) -> Response:
     services = services_of(request)
     dv = await caller(request)
+    no_query_parameters(request.query_params.multi_items())
     if await read_body(request, ACK_BODY_LIMIT):
         raise ValidationFailed([violation("", "dit verzoek heeft geen inhoud")])
     try:

@@ -154,6 +154,14 @@ def query_parameters(
     return seen, errors
 
 
+def no_query_parameters(params: Iterable[tuple[str, str]]) -> None:
+    """For an operation without query parameters: any one sent is refused, as every other
+    operation refuses one it does not know (`query_parameters`)."""
+    _, errors = query_parameters(params, ())
+    if errors:
+        raise ValidationFailed(errors)
+
+
 def unknown_parameter(position: int) -> Violation:
     """A query parameter the operation does not know, by its 1-based position in the query:
     never by its name."""
