@@ -51,6 +51,8 @@ GRANT EXECUTE ON FUNCTION nmc.store_receipts_v2(
 GRANT EXECUTE ON FUNCTION nmc.get_afleverbewijs(integer, uuid) TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.get_geschiedenis(integer, uuid, integer, bigint, integer)
 TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.get_geschiedenis_v2(integer, uuid, integer, integer, integer)
+TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.page_events(integer, integer, xid8, bigint, timestamptz, integer)
 TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.acknowledge_cursor(integer, integer, xid8, bigint, timestamptz)

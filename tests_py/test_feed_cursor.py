@@ -45,6 +45,23 @@ def test_another_dv_kind_or_key_is_refused(peppers):
         CursorCodec(parse_peppers(new_peppers())).decode(7, token)
 
 
+def test_a_history_cursor_is_bound_to_its_notification_and_dv(peppers):
+    codec = CursorCodec(peppers)
+    mine = uuid.uuid4()
+    token = codec.encode_geschiedenis(7, mine, 12, 3)
+    assert codec.decode_geschiedenis(7, mine, token) == (12, 3)
+    assert len(token) <= 128 and "." not in token
+    for dv_id, notificatie_id in ((7, uuid.uuid4()), (8, mine)):
+        with pytest.raises(InvalidCursor):
+            codec.decode_geschiedenis(dv_id, notificatie_id, token)
+    with pytest.raises(InvalidCursor):  # a feed cursor is no history cursor, nor back
+        codec.decode_geschiedenis(7, mine, codec.encode(7, POSITION))
+    with pytest.raises(InvalidCursor):
+        codec.decode(7, token)
+    with pytest.raises(InvalidCursor):
+        codec.decode_geschiedenis(7, mine, codec.encode_geschiedenis(7, mine, -1, 0))
+
+
 def test_every_changed_character_is_refused(peppers):
     codec = CursorCodec(peppers)
     token = codec.encode(7, POSITION)

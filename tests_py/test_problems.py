@@ -11,7 +11,7 @@ from starlette.testclient import TestClient
 
 from nmc.api import problems as p
 from nmc.api.auth_errors import JwksUnavailable, Unauthenticated
-from nmc.api.validation import ValidationFailed, violation
+from nmc.api.validation import AddressRefused, ValidationFailed, violation
 from nmc.status import NOTIFICATIE_STATUSES
 
 BASE = "https://mijnoverheidzakelijk.nl/nmc/problemen/"
@@ -51,10 +51,22 @@ def test_exactly_the_agreed_slugs():
         "cursor-vervallen": 410,
         "aanroeplimiet-overschreden": 429,
         "niet-ondersteund-mediatype": 415,
+        "emailadres-geweigerd": 422,
         "interne-fout": 500,
         "ontbrekende-personalisatie": 422,
         "berichttype-niet-beschikbaar": 422,
     }
+
+
+def test_a_refused_address_is_a_422_with_violations():
+    found = [violation("notificaties[2].emailAdres", "wordt door NotifyNL geweigerd")]
+    problem = p.problem_for(AddressRefused(found))
+    response, body = body_of(problem)
+    assert response.status_code == 422
+    assert body["type"] == BASE + "emailadres-geweigerd"
+    assert body["violations"] == found
+    # Still a ValidationFailed (handled by the same handler), but not the 400.
+    assert p.problem_for(ValidationFailed(found)).status == 400
 
 
 def test_default_base_uri():

@@ -2,7 +2,7 @@
 -- proof in one call, nmc.get_geschiedenis the same facts page by page. Within the caller's
 -- DV only, for every final status of SPEC §4, stable once final, also after erasure.
 BEGIN;
-SELECT plan(49);
+SELECT plan(54);
 \ir fixtures/setup.sql
 \ir fixtures/bewijs.sql
 
@@ -386,6 +386,61 @@ SELECT is(
 SELECT throws_ok(
     format('SELECT nmc.get_geschiedenis(1001, %L, 0, 0, 0)', :'tid'), '22023', null,
     'limiet must be 1 to 1000'
+);
+
+-- get_geschiedenis_v2: the same pages, its position the notification's own (the receipts
+-- shown so far), never the NMC-wide receipt number.
+SELECT has_function(
+    'nmc', 'get_geschiedenis_v2', ARRAY['integer', 'uuid', 'integer', 'integer', 'integer'],
+    'the history function, v2'
+);
+CREATE TEMP TABLE pagina2 (nr integer, g jsonb);
+DO $$
+DECLARE
+    v_id uuid := (SELECT e.id FROM eind AS e WHERE e.naam = 'technisch');
+    v_g jsonb := nmc.get_geschiedenis_v2(1001, v_id, 0, 0, 1);
+    v_nr integer := 1;
+BEGIN
+    INSERT INTO pagina2 VALUES (v_nr, v_g);
+    WHILE v_g -> 'volgende' <> 'null'::jsonb AND v_nr < 20 LOOP
+        v_nr := v_nr + 1;
+        v_g := nmc.get_geschiedenis_v2(
+            1001, v_id, (v_g #>> '{volgende,sequence}')::integer,
+            (v_g #>> '{volgende,receipts}')::integer, 1
+        );
+        INSERT INTO pagina2 VALUES (v_nr, v_g);
+    END LOOP;
+END
+$$;
+SELECT is(
+    (
+        SELECT jsonb_agg(x.r ORDER BY p.nr, x.o) FROM pagina2 AS p,
+            LATERAL jsonb_array_elements(p.g -> 'receipts') WITH ORDINALITY AS x (r, o)
+    ),
+    (
+        SELECT jsonb_agg(x.r ORDER BY p.nr, x.o) FROM pagina AS p,
+            LATERAL jsonb_array_elements(p.g -> 'receipts') WITH ORDINALITY AS x (r, o)
+    ),
+    'v2 pages hold the same receipts, once each, in order'
+);
+SELECT is(
+    (SELECT jsonb_agg(p.g -> 'volgende' ORDER BY p.nr) FROM pagina2 AS p WHERE p.nr <= 2),
+    '[{"sequence": 1, "receipts": 1}, {"sequence": 2, "receipts": 2}]'::jsonb,
+    'v2 volgende: the last sequence and the number of receipts shown so far'
+);
+SELECT is(
+    (
+        SELECT array_agg(k.k ORDER BY k.k)
+        FROM jsonb_object_keys(nmc.geschiedenis_json(1001, :'tid', 0, 0, 0, 1) -> 'volgende')
+            AS k (k)
+    ),
+    ARRAY['receipt', 'receipts', 'sequence'],
+    'the one implementation gives both positions; each form keeps its own'
+);
+SELECT is(
+    nmc.get_geschiedenis(1001, :'tid', 0, 0, 2) - 'volgende',
+    nmc.get_geschiedenis_v2(1001, :'tid', 0, 0, 2) - 'volgende',
+    'the kept form gives the same page as v2 but for its position'
 );
 
 SELECT * FROM finish();

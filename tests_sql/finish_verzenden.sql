@@ -1,6 +1,6 @@
 -- The commit after the send: fenced by epoch; each outcome through the single writer.
 BEGIN;
-SELECT plan(27);
+SELECT plan(29);
 \ir fixtures/setup.sql
 
 -- Accepts a notification and claims its send task.
@@ -125,6 +125,38 @@ SELECT results_eq(
             JOIN nmc.poging AS p ON p.notificatie_id = n.id WHERE n.id = %L', :'ad_id'),
     $$VALUES ('onbereikbaar', 'permanent-mislukt')$$,
     'reason onbereikbaar, attempt permanent-mislukt'
+);
+
+SELECT is(
+    (
+        SELECT count(*)::integer
+        FROM nmc.taak
+        WHERE notificatie_id = :'ad_id' AND soort = 'ongeldig-melden'
+    ),
+    0,
+    'decentraal: no address to report invalid at the Profielservice'
+);
+
+-- Under centraal the address came from the Profielservice: refused by NotifyNL (or by the
+-- worker's check of NotifyNL's rule before the call), it is reported invalid there, as after
+-- a permanent failure.
+SELECT r.notificatie_id AS ac_id
+FROM nmc.intake_notificatie(
+    gen_random_uuid(), 1001, 'aanslag', 'centraal', pg_temp.b32('adres-centraal'), 1::smallint,
+    pg_temp.b32('payload'), '\x01'::bytea, '\x02'::bytea, '\x03'::bytea, 'kek-1', NULL, NULL,
+    '0123456789abcdef0123456789abcdef'
+) AS r \gset
+SELECT c.taak_id AS ac_taak, c.claim_epoch AS ac_epoch, c.poging_id AS ac_poging
+FROM nmc.claim_verzenden('w', 20) AS c WHERE c.notificatie_id = :'ac_id' \gset
+SELECT nmc.finish_verzenden(
+    :ac_taak, :ac_epoch, 'ongeldig-adres', NULL, 'f0f0f0f0-0000-4000-8000-0000000000ac'
+);
+SELECT results_eq(
+    format($$SELECT t.staat::text, t.poging_id::text, t.due = nmc.now(), p.contactgegeven_id::text
+             FROM nmc.taak AS t JOIN nmc.poging AS p ON p.id = t.poging_id
+             WHERE t.notificatie_id = %L AND t.soort = 'ongeldig-melden'$$, :'ac_id'),
+    format($$VALUES ('open', %L, true, 'f0f0f0f0-0000-4000-8000-0000000000ac')$$, :'ac_poging'),
+    'centraal: an ongeldig-melden task for the attempt and its contactgegeven, due now'
 );
 
 -- Profielservice: no e-mail -> niet-bezorgbaar (geen-contactgegevens), no attempt made.

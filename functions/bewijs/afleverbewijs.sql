@@ -354,17 +354,17 @@ COMMENT ON FUNCTION nmc.get_afleverbewijs(integer, uuid) IS
 'kept, also after erasure. NM005 when it does not exist or belongs to another DV. Each '
 'call counts against the DV''s proof call rate (nmc.take_bewijs_aanroep; NM019 -> 429).';
 
-CREATE OR REPLACE FUNCTION nmc.get_geschiedenis(
+CREATE OR REPLACE FUNCTION nmc.geschiedenis_json(
     p_dv_id integer,
     p_notificatie_id uuid,
     p_na_sequence integer,
     p_na_receipt bigint,
+    p_overgeslagen integer,
     p_limiet integer
 )
 RETURNS jsonb
 LANGUAGE plpgsql
 VOLATILE
-SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET timezone = 'UTC'
 SET intervalstyle = 'iso_8601'
@@ -373,9 +373,11 @@ DECLARE
     v_n nmc.notificatie;
     v_na_sequence CONSTANT integer := greatest(coalesce(p_na_sequence, 0), 0);
     v_na_receipt CONSTANT bigint := greatest(coalesce(p_na_receipt, 0), 0);
+    v_overgeslagen CONSTANT integer := greatest(coalesce(p_overgeslagen, 0), 0);
     v_events jsonb;
     v_receipts jsonb;
     v_ids bigint [];
+    v_getoond integer;
     v_meer boolean;
 BEGIN
     IF p_limiet IS NULL OR p_limiet NOT BETWEEN 1 AND 1000 THEN
@@ -407,6 +409,7 @@ BEGIN
         INNER JOIN nmc.poging AS p ON p.id = h.poging_id
         WHERE h.notificatie_id = v_n.id AND h.id > v_na_receipt
         ORDER BY h.id
+        OFFSET v_overgeslagen
         LIMIT p_limiet + 1
     ) AS r;
 
@@ -418,6 +421,7 @@ BEGIN
     IF pg_catalog.jsonb_array_length(v_receipts) > p_limiet THEN
         v_receipts := v_receipts - p_limiet;
     END IF;
+    v_getoond := pg_catalog.jsonb_array_length(v_receipts);
 
     RETURN pg_catalog.jsonb_build_object(
         'notificatie',
@@ -431,22 +435,87 @@ BEGIN
             WHEN v_meer THEN pg_catalog.jsonb_build_object(
                 'sequence', coalesce((v_events -> -1 ->> 'sequence')::integer, v_na_sequence),
                 'receipt', CASE
-                    WHEN pg_catalog.jsonb_array_length(v_receipts) > 0
-                        THEN v_ids[pg_catalog.jsonb_array_length(v_receipts)]
-                    ELSE v_na_receipt
-                END
+                    WHEN v_getoond > 0 THEN v_ids[v_getoond] ELSE v_na_receipt
+                END,
+                'receipts', v_overgeslagen + v_getoond
             )
             ELSE 'null'::jsonb
         END
     );
 END
 $$;
-COMMENT ON FUNCTION nmc.get_geschiedenis(integer, uuid, integer, bigint, integer) IS
+COMMENT ON FUNCTION nmc.geschiedenis_json(integer, uuid, integer, bigint, integer, integer) IS
+'The one implementation of a history page (nmc.get_geschiedenis_v2, and nmc.get_geschiedenis '
+'kept for the previous release): the notification of DV p_dv_id (with definitief), its '
+'attempts and settlement, then up to p_limiet (1 to 1000) events after sequence '
+'p_na_sequence and up to p_limiet of its receipts with an id above p_na_receipt, the first '
+'p_overgeslagen of those skipped. volgende: the next page''s position as the last event''s '
+'sequence, the last receipt''s id (receipt) and the number of the notification''s receipts '
+'shown so far (receipts), or null on the last page. NM005, 22023 as the callers. Internal.';
+
+CREATE OR REPLACE FUNCTION nmc.get_geschiedenis_v2(
+    p_dv_id integer,
+    p_notificatie_id uuid,
+    p_na_sequence integer,
+    p_na_receipts integer,
+    p_limiet integer
+)
+RETURNS jsonb
+LANGUAGE sql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT g.g || pg_catalog.jsonb_build_object(
+        'volgende', CASE
+            WHEN g.g -> 'volgende' = 'null'::jsonb THEN 'null'::jsonb
+            ELSE (g.g -> 'volgende') - 'receipt'
+        END
+    )
+    FROM (
+        SELECT nmc.geschiedenis_json(
+            p_dv_id, p_notificatie_id, p_na_sequence, 0, p_na_receipts, p_limiet
+        ) AS g
+    ) AS g
+$$;
+COMMENT ON FUNCTION nmc.get_geschiedenis_v2(integer, uuid, integer, integer, integer) IS
 'The history of one notification of the caller DV: the delivery proof''s facts as plain '
 'JSON, a page at a time: the notification (with definitief), its attempts and settlement '
 'on every page, then up to p_limiet (1 to 1000) events after sequence p_na_sequence and up '
-'to p_limiet receipts after receipt p_na_receipt, each receipt with its attempt number and '
-'whether it came after the final status. volgende holds the position of the next page '
-'({sequence, receipt}), or null on the last. NM005 when the notification does not exist or '
-'belongs to another DV; 22023 for a limiet out of range. Each call counts against the DV''s '
-'proof call rate (nmc.take_bewijs_aanroep; NM019 -> 429).';
+'to p_limiet receipts after the first p_na_receipts of this notification''s receipts, each '
+'receipt with its attempt number and whether it came after the final status. volgende '
+'holds the position of the next page ({sequence, receipts}: numbers of this notification '
+'only, no NMC-wide receipt number), or null on the last. NM005 when the notification does '
+'not exist or belongs to another DV; 22023 for a limiet out of range. Each call counts '
+'against the DV''s proof call rate (nmc.take_bewijs_aanroep; NM019 -> 429).';
+
+CREATE OR REPLACE FUNCTION nmc.get_geschiedenis(
+    p_dv_id integer,
+    p_notificatie_id uuid,
+    p_na_sequence integer,
+    p_na_receipt bigint,
+    p_limiet integer
+)
+RETURNS jsonb
+LANGUAGE sql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT g.g || pg_catalog.jsonb_build_object(
+        'volgende', CASE
+            WHEN g.g -> 'volgende' = 'null'::jsonb THEN 'null'::jsonb
+            ELSE (g.g -> 'volgende') - 'receipts'
+        END
+    )
+    FROM (
+        SELECT nmc.geschiedenis_json(
+            p_dv_id, p_notificatie_id, p_na_sequence, p_na_receipt, 0, p_limiet
+        ) AS g
+    ) AS g
+$$;
+COMMENT ON FUNCTION nmc.get_geschiedenis(integer, uuid, integer, bigint, integer) IS
+'Kept for the previous release, replaced by nmc.get_geschiedenis_v2: the same page, but '
+'after receipt id p_na_receipt, an NMC-wide number, with volgende {sequence, receipt}. '
+'NM005 when the notification does not exist or belongs to another DV; 22023 for a limiet '
+'out of range; counted against the proof call rate (NM019).';

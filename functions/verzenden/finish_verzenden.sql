@@ -244,8 +244,9 @@ BEGIN
     WHERE staat IN ('open', 'claimed') AND soort = 'reconciliëren'
     DO NOTHING;
 
-    -- An invalid address under centraal regie is reported to the Profielservice, as after
-    -- a permanent-failure receipt (nmc.judge_receipt).
+    -- An invalid address under centraal regie (NotifyNL's 400, or the worker's check of its
+    -- rule before the call) is reported to the Profielservice, as after a permanent-failure
+    -- receipt (nmc.judge_receipt; notifynl-contract.md, Errors).
     INSERT INTO nmc.taak (soort, dv_id, notificatie_id, poging_id, due, trace_id, aangemaakt_op)
     SELECT 'ongeldig-melden', n.dv_id, n.id, u.poging_id, v_nu, n.trace_id, v_nu
     FROM unnest(v_notificaties, v_pogingen, v_fouten, p_uitkomsten, v_centraal) AS u (
@@ -429,9 +430,9 @@ COMMENT ON FUNCTION nmc.finish_verzenden(bigint, integer, text, uuid, uuid) IS
 'p_uitkomst: verzonden (NotifyNL 201 or found by reference; the attempt takes the '
 'NotifyNL id, in-verzending -> verzonden, a resend only records the attempt, and a '
 'reconcile task is planned +1 h; a resend a receipt judged meanwhile is planned), '
-'ongeldig-adres (NotifyNL 400 ValidationError on email_address: niet-bezorgbaar, '
-'onbereikbaar; under centraal an ongeldig-melden task reports the address to the '
-'Profielservice), onverwerkbaar (NotifyNL cannot render the request: Missing '
+'ongeldig-adres (NotifyNL 400 ValidationError on email_address, or its rule checked before '
+'the call: niet-bezorgbaar, onbereikbaar; under centraal an ongeldig-melden task reports the '
+'address to the Profielservice), onverwerkbaar (NotifyNL cannot render the request: Missing '
 'personalisation, message too long; technisch-mislukt, technisch, no retry; counted per '
 'DV, berichttype and day), geen-contactgegevens '
 '(Profielservice: niet-bezorgbaar), verlopen (a re-claim that found nothing after '

@@ -17,6 +17,16 @@ bits. The dv_id is inside the MAC: another DV's cursor, a tampered one and a tok
 wrong kind all fail alike (`InvalidCursor`, a 400); whether a genuine position has expired
 is the database's judgement (nmc.check_cursor, a 410).
 
+The history's page cursor (kind 0x03) is sealed the same way, with its own layout:
+
+    kind 0x03 | key id (2) | dv_id (4) | notificatie id (16) | sequence (4) | receipts (4) |
+    tag (16)
+
+the position after a page of one notification's history: the last event's sequence and how
+many of its receipts were shown. Both numbers are the notification's own, so the cursor
+carries no NMC-wide figure; the notification id is inside the MAC too, so the cursor of one
+notification is no cursor for another (nor for another DV's).
+
 The key is the `cursor` pepper (key id = its version, 1..32767) when one is configured, else
 derived from the `dvref` pepper (key id = 0x8000 | its version), so no extra secret is
 needed and adding a `cursor` pepper later does not invalidate cursors already handed out.
@@ -41,6 +51,8 @@ PURPOSE_CURSOR = "cursor"
 # dv_id, epoch, xid (unsigned), event id, uitgegeven_op; the snapshot token adds `na`.
 FEED = Layout(kind=0x01, fields="iiQqq")
 SNAPSHOT = Layout(kind=0x02, fields="iiQqq16s")
+# dv_id, notificatie id, the last event's sequence, the receipts shown.
+GESCHIEDENIS = Layout(kind=0x03, fields="i16sii")
 
 _MAC_CONTEXT = b"nmc/cursor/v1\x00"
 _DERIVE_LABEL = b"nmc/cursor-key/v1"
@@ -116,6 +128,24 @@ class CursorCodec:
     def decode_snapshot(self, dv_id: int, token: str) -> tuple[Position, uuid.UUID]:
         owner, *fields, na = self._codec.decode(SNAPSHOT, token)
         return _position(dv_id, owner, *fields), uuid.UUID(bytes=na)
+
+    def encode_geschiedenis(
+        self, dv_id: int, notificatie_id: uuid.UUID, sequence: int, receipts: int
+    ) -> str:
+        """The cursor after a history page of one notification of `dv_id`."""
+        return self._codec.encode(GESCHIEDENIS, dv_id, notificatie_id.bytes, sequence, receipts)
+
+    def decode_geschiedenis(
+        self, dv_id: int, notificatie_id: uuid.UUID, token: str
+    ) -> tuple[int, int]:
+        """(sequence, receipts) of a history cursor; InvalidCursor unless it was handed out
+        for this notification to this DV (or is not a position at all)."""
+        owner, owned_by, sequence, receipts = self._codec.decode(GESCHIEDENIS, token)
+        if owner != dv_id or owned_by != notificatie_id.bytes:
+            raise InvalidCursor("another notification's cursor")
+        if sequence < 0 or receipts < 0:
+            raise InvalidCursor("not a position")
+        return sequence, receipts
 
 
 def _fields(position: Position) -> tuple[int, int, int, int]:

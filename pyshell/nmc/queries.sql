@@ -73,8 +73,8 @@ SELECT nmc.get_notificatie(%(dv_id)s::integer, %(id)s::uuid)
 SELECT nmc.get_afleverbewijs(%(dv_id)s::integer, %(id)s::uuid)
 
 -- get_geschiedenis --
-SELECT nmc.get_geschiedenis(
-    %(dv_id)s::integer, %(id)s::uuid, %(na_sequence)s::integer, %(na_receipt)s::bigint,
+SELECT nmc.get_geschiedenis_v2(
+    %(dv_id)s::integer, %(id)s::uuid, %(na_sequence)s::integer, %(na_receipts)s::integer,
     %(limiet)s::integer
 )
 

@@ -51,6 +51,7 @@ from nmc_client import (
     ServerError,
     StatusChange,
     TooManyRequests,
+    Unprocessable,
     WebhookRejected,
     WebhookVerifier,
     parse_batch,
@@ -204,6 +205,16 @@ def test_the_template_refusals_are_typed_errors_naming_the_fields(nmc, conn):
     )
     with pytest.raises(BerichttypeUnavailable):
         nmc.submit_batch("decentraal", [decentraal()])
+    assert count_notificaties(conn) == 0
+
+
+def test_an_address_notifynl_would_refuse_is_unprocessable(nmc, conn):
+    with pytest.raises(Unprocessable) as caught:
+        nmc.submit("decentraal", decentraal(emailAdres="jan@voor---beeld.nl"))
+    problem = caught.value.problem
+    assert (caught.value.status, problem.slug) == (422, "emailadres-geweigerd")
+    assert [v["field"] for v in problem.violations] == ["emailAdres"]
+    assert "voor---beeld" not in str(caught.value)
     assert count_notificaties(conn) == 0
 
 

@@ -17,6 +17,7 @@ from pipelinetest import (
 
 from nmc.kek_ring import new_kek_ring, parse_kek_ring
 from nmc.sealing import Sealed, open_sealed
+from nmc.worker import verzenden
 from nmc.worker.loop import Worker
 
 
@@ -120,11 +121,44 @@ async def test_notifynl_outage_defers_without_attempts_then_sends(sim, worker, i
     assert verzendtaak(conn, notificatie_id)[:2] == ("done", 0)
 
 
-async def test_notifynl_400_is_niet_bezorgbaar(sim, worker, intake, conn):
+async def test_notifynl_400_is_niet_bezorgbaar(sim, worker, intake, conn, monkeypatch):
+    # Without the worker's own check of NotifyNL's rule the call goes out, and NotifyNL's
+    # 400 on email_address takes the same path.
+    monkeypatch.setattr(verzenden, "refused_by_notifynl", lambda address: False)
     notificatie_id = intake("geen-geldig-adres@")
     await worker.drain(["verzenden"])
     assert status_of(conn, notificatie_id) == ("niet-bezorgbaar", "onbereikbaar")
     assert [p[2] for p in poging(conn, notificatie_id)] == ["permanent-mislukt"]
+    assert sent(sim)["count"] == 0  # refused by NotifyNL: nothing accepted
+
+
+async def test_an_address_notifynl_would_refuse_is_not_sent(sim, worker, intake, conn):
+    # Accepted before the intake checked NotifyNL's rule: three hyphens in a row.
+    notificatie_id = intake("jan@voor---beeld.nl")
+    await worker.drain(["verzenden"])
+    assert status_of(conn, notificatie_id) == ("niet-bezorgbaar", "onbereikbaar")
+    assert [p[2] for p in poging(conn, notificatie_id)] == ["permanent-mislukt"]
+    assert sent(sim)["count"] == 0
+    assert (
+        conn.execute("SELECT count(*) FROM nmc.taak WHERE soort = 'ongeldig-melden'").fetchone()[0]
+        == 0
+    )  # decentraal: the address is the DV's, nothing to report
+
+
+async def test_a_profielservice_address_notifynl_would_refuse_is_reported(
+    sim, worker, intake, conn
+):
+    party = seed_party(sim, "24682468", [{"waarde": "jan@xn---voorbeeld.nl", "isDefault": True}])
+    contactgegeven_id = party["contactgegevens"][0]["id"]
+    notificatie_id = intake("KVK:24682468", regie="centraal")
+    await worker.drain(["verzenden"])
+    assert status_of(conn, notificatie_id) == ("niet-bezorgbaar", "onbereikbaar")
+    [(_, _, status, _, op_poging)] = poging(conn, notificatie_id)
+    assert (status, str(op_poging)) == ("permanent-mislukt", contactgegeven_id)
+    assert sent(sim)["count"] == 0  # no call to NotifyNL
+    await worker.drain(["ongeldig-melden"])  # reported invalid, as after a permanent failure
+    [report] = sim_get(sim.profiel_url, "/_sim/ongeldig")
+    assert report["report"]["contactgegevenId"] == contactgegeven_id
 
 
 @pytest.mark.parametrize("party", [None, [{"type": "Telefoonnummer", "waarde": "0612345678"}]])

@@ -132,6 +132,11 @@ class BerichttypeUnavailable(Unprocessable):
     NMC's beheer is alerted. Nothing of this berichttype is accepted until it is restored."""
 
 
+class Unprocessable(NmcProblem):
+    """422 `emailadres-geweigerd`: NotifyNL would refuse an e-mail address;
+    `problem.violations` names each one (in a batch with the item's index)."""
+
+
 class CursorExpired(NmcProblem):
     """410 `cursor-vervallen`: start again from a snapshot (or without a cursor)."""
 
@@ -151,6 +156,7 @@ _BY_STATUS: Mapping[int, type[NmcProblem]] = {
     404: NotFound,
     409: Conflict,
     410: CursorExpired,
+    422: Unprocessable,
     429: TooManyRequests,
 }
 

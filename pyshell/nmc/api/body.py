@@ -1,9 +1,10 @@
 """Reading a JSON request body: media type, size limit, syntax. Errors never echo the body.
 
-JSON as RFC 8259 has it for an exchange between systems: UTF-8 only (no UTF-16 or UTF-32,
-no byte order mark; json.loads would guess them from the bytes), no NaN or Infinity, and no
-member name twice in one object (json.loads would keep the last one silently, so two
-readers of one request could disagree on what it says).
+The media type is `application/json`, declaring no charset but UTF-8 (`is_json_media_type`).
+The body is JSON as RFC 8259 has it for an exchange between systems: UTF-8 only (no UTF-16
+or UTF-32, no byte order mark; json.loads would guess them from the bytes), no NaN or
+Infinity, and no member name twice in one object (json.loads would keep the last one
+silently, so two readers of one request could disagree on what it says).
 """
 
 import json
@@ -16,13 +17,24 @@ from nmc.api.validation import violation
 
 
 def is_json_media_type(content_type: str | None) -> bool:
-    """application/json or a +json type; parameters (charset) are allowed."""
+    """`application/json`, in UTF-8: at most one parameter, `charset=utf-8` (any case, quoted
+    or not). Not a +json type (`merge-patch+json` and `problem+json` say something else than
+    a plain request), and no other charset: the body is decoded as UTF-8 whatever is declared,
+    so a declared UTF-16 or Latin-1 body would be read as what it is not."""
     if not content_type:
         return False
-    media_type = content_type.split(";", 1)[0].strip().lower()
-    return media_type == "application/json" or (
-        media_type.startswith("application/") and media_type.endswith("+json")
-    )
+    media_type, *parameters = (part.strip() for part in content_type.split(";"))
+    if media_type.lower() != "application/json":
+        return False
+    if not parameters:
+        return True
+    if len(parameters) > 1:
+        return False
+    name, _, value = parameters[0].partition("=")
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        value = value[1:-1]
+    return name.strip().lower() == "charset" and value.lower() == "utf-8"
 
 
 async def read_body(request: Request, limit: int) -> bytes:

@@ -9,7 +9,13 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from nmc.api.validation import ValidationFailed, Violation, violation
+from nmc.api.validation import (
+    ValidationFailed,
+    Violation,
+    query_parameters,
+    unknown_member,
+    violation,
+)
 from nmc.cursor_codec import MAX_TOKEN_CHARS
 
 FEED_LIMIET_MAX = 10_000
@@ -22,12 +28,11 @@ INVALID_CURSOR = "is geen geldige cursor"
 
 _TOKEN = re.compile(rf"\A[A-Za-z0-9_-]{{1,{MAX_TOKEN_CHARS}}}\Z")
 _DIGITS = re.compile(r"\A[0-9]{1,6}\Z")
-_SAFE_NAME = re.compile(r"\A[A-Za-z0-9_.-]{1,50}\Z")
 
 
 def parse_feed_query(params: Iterable[tuple[str, str]]) -> dict[str, Any]:
     """GET /notificaties/wijzigingen: `cursor` (optional), `limiet` (1-10000, optional)."""
-    seen, errors = _collect(params, ("cursor", "limiet"))
+    seen, errors = query_parameters(params, ("cursor", "limiet"))
     cursor = _token(seen, "cursor", errors)
     limiet = _limiet(seen, errors, maximum=FEED_LIMIET_MAX, default=None)
     _raise_if_any(errors)
@@ -36,7 +41,7 @@ def parse_feed_query(params: Iterable[tuple[str, str]]) -> dict[str, Any]:
 
 def parse_snapshot_query(params: Iterable[tuple[str, str]]) -> dict[str, Any]:
     """GET /notificaties/_snapshot: `na` (the previous page's `volgende`), `limiet`."""
-    seen, errors = _collect(params, ("na", "limiet"))
+    seen, errors = query_parameters(params, ("na", "limiet"))
     na = _token(seen, "na", errors)
     limiet = _limiet(seen, errors, maximum=SNAPSHOT_LIMIET_MAX, default=SNAPSHOT_LIMIET_DEFAULT)
     _raise_if_any(errors)
@@ -47,7 +52,9 @@ def parse_bevestiging(body: Any) -> str:
     """The body of PUT /notificaties/wijzigingen/bevestiging: `{"cursor": "..."}`."""
     if not isinstance(body, dict):
         raise ValidationFailed([violation("", "moet een JSON-object zijn")])
-    errors = [violation(_label(name), "onbekend veld") for name in body if name != "cursor"]
+    errors = [
+        unknown_member("", position) for position, name in enumerate(body, 1) if name != "cursor"
+    ]
     cursor = body.get("cursor")
     if cursor is None:
         errors.append(violation("cursor", "is verplicht"))
@@ -66,7 +73,9 @@ def parse_webhook_positie(body: Any) -> str | None:
     if not isinstance(body, dict):
         raise ValidationFailed([violation("", "moet een JSON-object zijn")])
     errors = [
-        violation(_label(name), "onbekend veld") for name in body if name not in ("cursor", "vanaf")
+        unknown_member("", position)
+        for position, name in enumerate(body, start=1)
+        if name not in ("cursor", "vanaf")
     ]
     cursor, vanaf = body.get("cursor"), body.get("vanaf")
     if ("cursor" in body) == ("vanaf" in body):
@@ -104,21 +113,6 @@ def last_event_id(header: str | None) -> str | None:
     return header
 
 
-def _collect(
-    params: Iterable[tuple[str, str]], allowed: tuple[str, ...]
-) -> tuple[dict[str, str], list[Violation]]:
-    seen: dict[str, str] = {}
-    errors: list[Violation] = []
-    for name, value in params:
-        if name not in allowed:
-            errors.append(violation(_label(name), "onbekende parameter", "query"))
-        elif name in seen:
-            errors.append(violation(name, "mag maar één keer voorkomen", "query"))
-        else:
-            seen[name] = value
-    return seen, errors
-
-
 def _token(seen: dict[str, str], name: str, errors: list[Violation]) -> str | None:
     value = seen.get(name)
     if value is not None and not _TOKEN.match(value):
@@ -137,10 +131,6 @@ def _limiet(
         return int(text)
     errors.append(violation("limiet", f"moet een geheel getal van 1 tot {maximum} zijn", "query"))
     return default
-
-
-def _label(name: Any) -> str:
-    return name if isinstance(name, str) and _SAFE_NAME.match(name) else "(onbekend veld)"
 
 
 def _is_zero(value: str) -> bool:

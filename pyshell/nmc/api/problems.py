@@ -24,7 +24,7 @@ from starlette.responses import JSONResponse, Response
 
 from nmc import sqlstates
 from nmc.api.auth_errors import JwksUnavailable, Unauthenticated
-from nmc.api.validation import ValidationFailed, Violation, violation
+from nmc.api.validation import AddressRefused, ValidationFailed, Violation, violation
 from nmc.status import NOTIFICATIE_STATUSES
 
 log = logging.getLogger(__name__)
@@ -57,6 +57,7 @@ PROBLEM_TYPES: Mapping[str, ProblemType] = {
         ),
         ProblemType("berichttype-niet-beschikbaar", 422, "Het berichttype is niet beschikbaar."),
         ProblemType("niet-ondersteund-mediatype", 415, "Niet-ondersteund mediatype."),
+        ProblemType("emailadres-geweigerd", 422, "Het e-mailadres wordt door NotifyNL geweigerd."),
         ProblemType("quotum-overschreden", 429, "Het quotum is overschreden."),
         ProblemType("aanroeplimiet-overschreden", 429, "De aanroeplimiet is overschreden."),
         ProblemType("interne-fout", 500, "Interne fout."),
@@ -165,6 +166,16 @@ def berichttype_unavailable(field_prefix: str) -> Problem:
                 invalid_param(f"{field_prefix}berichtType", "unavailable", UNAVAILABLE_REASON)
             ]
         },
+    )
+
+
+def address_refused(violations: list[Violation]) -> Problem:
+    """422: NotifyNL would refuse these e-mail addresses (`violations` names each one)."""
+    return Problem(
+        "emailadres-geweigerd",
+        "NotifyNL zou een of meer e-mailadressen weigeren; de notificatie kan zo niet worden "
+        "verzonden.",
+        members={"violations": list(violations)},
     )
 
 
@@ -399,6 +410,8 @@ def problem_for(exc: BaseException) -> Problem:
     """The problem for any exception the API can meet."""
     if isinstance(exc, Problem):
         return exc
+    if isinstance(exc, AddressRefused):
+        return address_refused(exc.violations)
     if isinstance(exc, ValidationFailed):
         return invalid_input(exc.violations)
     if isinstance(exc, Unauthenticated):

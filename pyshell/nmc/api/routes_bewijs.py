@@ -7,7 +7,8 @@ GET /api/nmc/v1/notificaties/{notificatieId}/afleverbewijs
     machine's clock), `uitgegevenDoor` (the same issuer) and the proof's own members.
     Verifiable offline with the JWKS at /.well-known/jwks.json.
 GET /api/nmc/v1/notificaties/{notificatieId}/geschiedenis?limiet=&cursor=
-    One call of nmc.get_geschiedenis: the same facts as plain JSON, a page at a time.
+    One call of nmc.get_geschiedenis_v2: the same facts as plain JSON, a page at a time; the
+    page cursor is sealed to the notification and the DV (nmc.feed_cursor).
 
 Both within the caller's DV only (another DV's id is 404, as the SQL answers NM005), both
 served as long as the notification is kept, also after its data key is erased. Each proof and
@@ -26,16 +27,26 @@ from starlette.routing import Route
 
 from nmc import sql_calls
 from nmc.afleverbewijs_signing import MEDIA_TYPE
+from nmc.api.feed_query import INVALID_CURSOR, TOKEN_PATTERN
 from nmc.api.middleware import trace_id_of
 from nmc.api.openapi import BASE_PATH
 from nmc.api.problems import internal_error, service_unavailable
+from nmc.api.routing import provision_route
 from nmc.api.services import Services, caller, services_of
-from nmc.api.validation import ValidationFailed, parse_notificatie_id, violation
+from nmc.api.validation import (
+    ValidationFailed,
+    no_query_parameters,
+    parse_notificatie_id,
+    query_parameters,
+    violation,
+)
+from nmc.feed_cursor import InvalidCursor
 
 GESCHIEDENIS_LIMIET_DEFAULT = 100
 GESCHIEDENIS_LIMIET_MAX = 1000
-# The position after a history page: the last event's sequence and the last receipt's number.
-GESCHIEDENIS_CURSOR_PATTERN = r"^[0-9]{1,9}\.[0-9]{1,18}$"
+# The position after a history page, sealed to the notification (nmc.feed_cursor): opaque
+# like the feed's cursor. Whether it is ours, and this notification's, is the codec's judgement.
+GESCHIEDENIS_CURSOR_PATTERN = TOKEN_PATTERN
 _CURSOR = re.compile(GESCHIEDENIS_CURSOR_PATTERN.replace("^", r"\A").replace("$", r"\Z"))
 _DIGITS = re.compile(r"\A[0-9]{1,4}\Z")
 LDV_AFLEVERBEWIJS = "bewijs.afleverbewijs"
@@ -46,6 +57,7 @@ async def afleverbewijs(request: Request) -> Response:
     services = services_of(request)
     dv = await caller(request)
     notificatie_id = parse_notificatie_id(request.path_params["notificatieId"])
+    no_query_parameters(request.query_params.multi_items())
     ring = services.afleverbewijs
     if ring is None:
         raise service_unavailable(
@@ -76,7 +88,14 @@ async def geschiedenis(request: Request) -> Response:
     dv = await caller(request)
     notificatie_id = parse_notificatie_id(request.path_params["notificatieId"])
     query = parse_geschiedenis_query(request.query_params.multi_items())
-    na_sequence, na_receipt = query["cursor"] or (0, 0)
+    na_sequence, na_receipts = 0, 0
+    if query["cursor"] is not None:
+        try:
+            na_sequence, na_receipts = services.cursors.decode_geschiedenis(
+                dv.dv_id, notificatie_id, query["cursor"]
+            )
+        except InvalidCursor:
+            raise ValidationFailed([violation("cursor", INVALID_CURSOR, "query")]) from None
     row = await sql_calls.fetch_one(
         services.pool,
         "get_geschiedenis",
@@ -84,7 +103,7 @@ async def geschiedenis(request: Request) -> Response:
             "dv_id": dv.dv_id,
             "id": notificatie_id,
             "na_sequence": na_sequence,
-            "na_receipt": na_receipt,
+            "na_receipts": na_receipts,
             "limiet": query["limiet"],
         },
     )
@@ -93,24 +112,20 @@ async def geschiedenis(request: Request) -> Response:
         raise internal_error()
     volgende = pagina.get("volgende")
     pagina["volgende"] = (
-        f"{volgende['sequence']}.{volgende['receipt']}" if isinstance(volgende, dict) else None
+        services.cursors.encode_geschiedenis(
+            dv.dv_id, notificatie_id, int(volgende["sequence"]), int(volgende["receipts"])
+        )
+        if isinstance(volgende, dict)
+        else None
     )
     await _record(request, services, dv.dv_id, LDV_GESCHIEDENIS, [str(notificatie_id)])
     return JSONResponse(pagina)
 
 
 def parse_geschiedenis_query(params: Iterable[tuple[str, str]]) -> dict[str, Any]:
-    """`limiet` (1-1000, default 100) and `cursor` (the `volgende` of the previous page); a
-    repeated or unknown parameter is refused."""
-    errors = []
-    seen: dict[str, str] = {}
-    for name, value in params:
-        if name not in ("limiet", "cursor"):
-            errors.append(violation(name[:100], "onbekende parameter", "query"))
-        elif name in seen:
-            errors.append(violation(name, "mag maar één keer voorkomen", "query"))
-        else:
-            seen[name] = value
+    """`limiet` (1-1000, default 100) and `cursor` (the `volgende` of the previous page, as
+    sent: the handler opens it); a repeated or unknown parameter is refused."""
+    seen, errors = query_parameters(params, ("limiet", "cursor"))
     limiet = GESCHIEDENIS_LIMIET_DEFAULT
     if "limiet" in seen:
         text = seen["limiet"]
@@ -124,13 +139,10 @@ def parse_geschiedenis_query(params: Iterable[tuple[str, str]]) -> dict[str, Any
                     "query",
                 )
             )
-    cursor = None
-    if "cursor" in seen:
-        if _CURSOR.match(seen["cursor"]):
-            sequence, receipt = seen["cursor"].split(".")
-            cursor = (int(sequence), int(receipt))
-        else:
-            errors.append(violation("cursor", "is geen geldige cursor", "query"))
+    cursor = seen.get("cursor")
+    if cursor is not None and not _CURSOR.match(cursor):
+        errors.append(violation("cursor", INVALID_CURSOR, "query"))
+        cursor = None
     if errors:
         raise ValidationFailed(errors)
     return {"limiet": limiet, "cursor": cursor}
@@ -147,6 +159,6 @@ async def _record(
 def routes() -> list[Route]:
     base = f"{BASE_PATH}/notificaties/{{notificatieId}}"
     return [
-        Route(f"{base}/afleverbewijs", afleverbewijs, methods=["GET"]),
-        Route(f"{base}/geschiedenis", geschiedenis, methods=["GET"]),
+        provision_route(f"{base}/afleverbewijs", afleverbewijs),
+        provision_route(f"{base}/geschiedenis", geschiedenis),
     ]

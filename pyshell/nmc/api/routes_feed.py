@@ -35,9 +35,10 @@ from nmc.api.feed_query import (
 from nmc.api.middleware import trace_id_of
 from nmc.api.openapi import BASE_PATH
 from nmc.api.problems import conflict, internal_error, not_found
+from nmc.api.routing import provision_route
 from nmc.api.services import Services, caller, services_of
 from nmc.api.sse import EventStreamResponse, FeedStream
-from nmc.api.validation import Location, ValidationFailed, violation
+from nmc.api.validation import Location, ValidationFailed, no_query_parameters, violation
 from nmc.cloudevents import to_cloudevent
 from nmc.feed_cursor import InvalidCursor, Position
 
@@ -118,6 +119,7 @@ async def read_page(
 async def bevestiging(request: Request) -> Response:
     services = services_of(request)
     dv = await caller(request)
+    no_query_parameters(request.query_params.multi_items())
     cursor = parse_bevestiging(await read_json(request, ACK_BODY_LIMIT))
     position = _position(services, dv, cursor, "cursor", "body")
     row = await sql_calls.fetch_one(
@@ -187,6 +189,7 @@ GAP_DETAIL = (
 async def webhook_hervatten(request: Request) -> Response:
     services = services_of(request)
     dv = await caller(request)
+    no_query_parameters(request.query_params.multi_items())
     if await read_body(request, ACK_BODY_LIMIT):
         raise ValidationFailed([violation("", "dit verzoek heeft geen inhoud")])
     row = await _webhook_call(services, "resume_webhook", {"dv_id": dv.dv_id})
@@ -253,9 +256,9 @@ def routes() -> list[Route]:
     `wijzigingen` and `_snapshot` as ids."""
     base = f"{BASE_PATH}/notificaties"
     return [
-        Route(f"{base}/wijzigingen", wijzigingen, methods=["GET"]),
+        provision_route(f"{base}/wijzigingen", wijzigingen),
         Route(f"{base}/wijzigingen/bevestiging", bevestiging, methods=["PUT"]),
-        Route(f"{base}/_snapshot", snapshot, methods=["GET"]),
+        provision_route(f"{base}/_snapshot", snapshot),
         Route(f"{BASE_PATH}/webhook/hervatten", webhook_hervatten, methods=["POST"]),
         Route(f"{BASE_PATH}/webhook/positie", webhook_positie, methods=["PUT"]),
     ]

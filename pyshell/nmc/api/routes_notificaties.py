@@ -31,6 +31,7 @@ from nmc.api.problems import (
 from nmc.api.services import caller, services_of
 from nmc.api.validation import (
     ValidationFailed,
+    no_query_parameters,
     parse_notificatie_id,
     validate_batch,
     validate_centraal,
@@ -78,6 +79,7 @@ async def intake_centraal_batch(request: Request) -> Response:
 async def _intake(request: Request, regie: str) -> Response:
     services = services_of(request)
     dv = await caller(request)
+    no_query_parameters(request.query_params.multi_items())
     body = await read_json(request, services.settings.max_body_bytes)
     validate = validate_decentraal if regie == "decentraal" else validate_centraal
     canonical = validate(body, now=await services.clock.now())
@@ -97,6 +99,7 @@ async def _intake(request: Request, regie: str) -> Response:
 async def _intake_batch(request: Request, regie: str) -> Response:
     services = services_of(request)
     dv = await caller(request)
+    no_query_parameters(request.query_params.multi_items())
     body = await read_json(request, services.settings.max_batch_body_bytes)
     batch = validate_batch(body, regie, now=await services.clock.now())  # type: ignore[arg-type]
     try:
@@ -165,6 +168,7 @@ def placeholder_names(hint: str | None) -> list[str]:
 async def get_notificatie(request: Request) -> Response:
     services = services_of(request)
     dv = await caller(request)
+    no_query_parameters(request.query_params.multi_items())
     notificatie_id = parse_notificatie_id(request.path_params["notificatieId"])
     row = await sql_calls.fetch_one(
         services.pool, "get_notificatie", {"dv_id": dv.dv_id, "id": notificatie_id}
@@ -238,6 +242,7 @@ async def find_notificaties(request: Request) -> Response:
 async def cancel_notificatie(request: Request) -> Response:
     services = services_of(request)
     dv = await caller(request)
+    no_query_parameters(request.query_params.multi_items())
     notificatie_id = parse_notificatie_id(request.path_params["notificatieId"])
     await sql_calls.fetch_one(
         services.pool, "cancel_notificatie", {"dv_id": dv.dv_id, "id": notificatie_id}

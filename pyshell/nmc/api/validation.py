@@ -3,8 +3,10 @@
 A violation is `{"field": ..., "in": ..., "message": ...}` with `in` one of body, query, path,
 header, the shape the MOZa NMC returns. `field` is a path such as `notificaties[3].emailAdres`;
 the empty string means the body as a whole. Messages are fixed Dutch texts: they name the rule,
-never the value, because the values are personal data (SPEC §8). A field name the caller made
-up is only repeated when it looks like a field name (letters, digits, `_`, `.`, `-`).
+never the value, because the values are personal data (SPEC §8). A name is only repeated when
+the schema knows it: a member or query parameter the caller made up may itself be personal
+data (a BSN sent as a name looks like any identifier), so it is reported on the object (or the
+query) that holds it, by its position (`unknown_member`, `unknown_parameter`).
 
 An optional member is either absent or has a value of its type: `null` is refused (the
 contract has no nullable request member). Lengths are counted as the OpenAPI schema's
@@ -12,6 +14,10 @@ contract has no nullable request member). Lengths are counted as the OpenAPI sch
 holds no character of Unicode category C (control, format, surrogate, private use,
 unassigned) or Z (separators) other than the plain space U+0020, which is exactly what
 `str.isprintable` accepts: two dvRefs that look the same are the same dvRef.
+
+An e-mail address NotifyNL would refuse (nmc.notifynl_email) is an `AddressRefused`, a 422:
+the request has the right shape but could not be sent; alongside a violation of the shape it
+is listed in the 400 as well.
 
 On success the validators return the *canonical* request: a plain dict with every optional member
 present (None when absent), strings NFC-normalised, `geldigTot` in UTC with a `Z`, `batchId` in
@@ -31,6 +37,8 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any, Literal, TypedDict, cast
 
+from nmc.notifynl_email import refused_by_notifynl
+
 Location = Literal["body", "query", "path", "header"]
 
 IDENTIFICATIE_TYPES: tuple[str, ...] = ("BSN", "KVK", "RSIN")
@@ -46,6 +54,14 @@ class ValidationFailed(Exception):
     def __init__(self, violations: list[Violation]):
         super().__init__(f"{len(violations)} violation(s)")
         self.violations = violations
+
+
+class AddressRefused(ValidationFailed):
+    """The request has the right shape, but NotifyNL would refuse one or more of its e-mail
+    addresses (nmc.notifynl_email): a 422, not a 400 (SPEC §7 intake)."""
+
+
+ADDRESS_REFUSED_MESSAGE = "wordt door NotifyNL geweigerd"
 
 
 # Limits, also stated in the OpenAPI document (nmc/api/openapi.yaml; tests_py/test_openapi.py
@@ -79,7 +95,6 @@ CALLBACK_URL_MESSAGE = (
 
 _BERICHTTYPE = re.compile(r"\A[A-Za-z0-9._-]{1,100}\Z")
 _BERICHTGEGEVENS_KEY = re.compile(r"\A[A-Za-z0-9_]{1,50}\Z")
-_SAFE_FIELD_NAME = re.compile(r"\A[A-Za-z0-9_.-]{1,50}\Z")
 _CURSOR = re.compile(r"\A[A-Za-z0-9_-]{1,500}\Z")
 _UUID = re.compile(r"\A[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}\Z")
 _DIGITS = re.compile(r"\A[0-9]+\Z")
@@ -109,16 +124,74 @@ def violation(field: str, message: str, location: Location = "body") -> Violatio
     return {"field": field, "in": location, "message": message}
 
 
+def unknown_member(prefix: str, position: int) -> Violation:
+    """A member the schema does not know, on the object `prefix` names ("" the body, or
+    `notificaties[3].`), by its 1-based position in that object: never by its name."""
+    return violation(
+        prefix.rstrip("."), f"bevat een onbekend veld (veld {position} van het object)"
+    )
+
+
+def query_parameters(
+    params: Iterable[tuple[str, str]], allowed: Iterable[str]
+) -> tuple[dict[str, str], list[Violation]]:
+    """The known query parameters by name, and a violation for each unknown or repeated one.
+
+    One rule for every operation: a parameter the operation does not know is refused (a
+    misspelt one would otherwise silently change nothing), and so is a repeated one. Pass
+    `request.query_params.multi_items()`.
+    """
+    known = frozenset(allowed)
+    seen: dict[str, str] = {}
+    errors: list[Violation] = []
+    for position, (name, value) in enumerate(params, 1):
+        if name not in known:
+            errors.append(unknown_parameter(position))
+        elif name in seen:
+            errors.append(violation(name, "mag maar één keer voorkomen", "query"))
+        else:
+            seen[name] = value
+    return seen, errors
+
+
+def no_query_parameters(params: Iterable[tuple[str, str]]) -> None:
+    """For an operation without query parameters: any one sent is refused, as every other
+    operation refuses one it does not know (`query_parameters`)."""
+    _, errors = query_parameters(params, ())
+    if errors:
+        raise ValidationFailed(errors)
+
+
+def unknown_parameter(position: int) -> Violation:
+    """A query parameter the operation does not know, by its 1-based position in the query:
+    never by its name."""
+    return violation(
+        "", f"bevat een onbekende parameter (parameter {position} van de query)", "query"
+    )
+
+
 class _Collector:
+    """Every violation, in order. A request with only refused addresses is an
+    AddressRefused (422); one that also breaks a rule of its shape is a ValidationFailed
+    (400) that lists the refused addresses too."""
+
     def __init__(self) -> None:
         self.items: list[Violation] = []
+        self.refused = 0
 
     def add(self, field: str, message: str, location: Location = "body") -> None:
         self.items.append(violation(field, message, location))
 
+    def refuse_address(self, field: str) -> None:
+        self.add(field, ADDRESS_REFUSED_MESSAGE)
+        self.refused += 1
+
     def raise_if_any(self) -> None:
-        if self.items:
-            raise ValidationFailed(self.items)
+        if not self.items:
+            return
+        if self.refused == len(self.items):
+            raise AddressRefused(self.items)
+        raise ValidationFailed(self.items)
 
 
 # --------------------------------------------------------------------------------------------
@@ -196,14 +269,8 @@ def validate_lijst_query(params: Iterable[tuple[str, str]]) -> dict[str, Any]:
     unknown one (a misspelt `dvref=` would otherwise silently list nothing).
     """
     errors = _Collector()
-    seen: dict[str, str] = {}
-    for name, value in params:
-        if name not in ("dvRef", "limiet", "cursor"):
-            errors.add(_field_label(name, ""), "onbekende parameter", "query")
-        elif name in seen:
-            errors.add(name, "mag maar één keer voorkomen", "query")
-        else:
-            seen[name] = value
+    seen, found = query_parameters(params, ("dvRef", "limiet", "cursor"))
+    errors.items.extend(found)
     dvref = seen.get("dvRef")
     if dvref is None:
         errors.add("dvRef", "is verplicht", "query")
@@ -240,8 +307,9 @@ def recipient_of(canonical: Mapping[str, Any]) -> str:
 def is_valid_email(address: str) -> bool:
     """A practical RFC 5322 subset: dot-atom local part, a dotted domain, at most 254 characters.
 
-    It is at least as strict as NotifyNL's own check (GOV.UK Notify `validate_email_address`),
-    so an address accepted here is not refused at send time for its syntax.
+    The NMC's own form of an address. It is not NotifyNL's rule (nmc.notifynl_email), which
+    the intake checks first: it refuses some addresses NotifyNL takes, and takes a few
+    NotifyNL refuses (three hyphens in a row in a label, say).
     """
     if not isinstance(address, str) or address.count("@") != 1:
         return False
@@ -362,7 +430,7 @@ def _unknown_fields(
 ) -> None:
     if body.keys() <= allowed:  # the common case, checked as one set operation
         return
-    for name in body:
+    for position, name in enumerate(body, 1):
         if name in allowed:
             continue
         if name == "callbackUrl":
@@ -379,14 +447,7 @@ def _unknown_fields(
                 "hoort bij centrale regie: gebruik /centraal/notificaties, of geef emailAdres",
             )
         else:
-            errors.add(_field_label(name, prefix), "onbekend veld")
-
-
-def _field_label(name: Any, prefix: str) -> str:
-    """The path of a caller-chosen member name, without repeating an odd-looking name."""
-    if isinstance(name, str) and _SAFE_FIELD_NAME.match(name):
-        return prefix + name
-    return prefix + "(onbekend veld)"
+            errors.items.append(unknown_member(prefix, position))
 
 
 def _required_text(
@@ -463,6 +524,12 @@ def _email(body: dict[str, Any], prefix: str, errors: _Collector) -> str | None:
         errors.add(field, f"is langer dan {EMAIL_MAX} tekens")
         return None
     value = unicodedata.normalize("NFC", value)
+    # What is sent is judged: the NFC form. NotifyNL's rule first (a 422), then the NMC's
+    # own form, stricter in places (no surrounding whitespace, a dot-atom local part of at
+    # most 64 characters), for an address NotifyNL would take (a 400).
+    if refused_by_notifynl(value):
+        errors.refuse_address(field)
+        return None
     if not is_valid_email(value):
         errors.add(
             field,

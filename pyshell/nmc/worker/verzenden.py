@@ -1,5 +1,6 @@
 """Send tasks (`verzenden`): look up the preference if centraal, send through NotifyNL, and
-report the outcome word to nmc.finish_verzenden.
+report the outcome word to nmc.finish_verzenden. An address NotifyNL's rule refuses
+(nmc.notifynl_email) is `ongeldig-adres` without the call, as its 400 would be.
 
 A refused send (the adapter classifies NotifyNL's answer, notifynl-contract.md, Errors) is
 reported by its kind: the recipient's address (`ongeldig-adres`) and a request NotifyNL
@@ -27,6 +28,7 @@ from nmc import sqlstates
 from nmc.adapters import ldv
 from nmc.adapters.notifynl import CONFIGURATIE, Accepted, Refused
 from nmc.adapters.profielservice import split_identificatie
+from nmc.notifynl_email import refused_by_notifynl
 from nmc.worker.claims import Verzendtaak
 from nmc.worker.context import Context, Failure, open_sealed, settle
 from nmc.worker.db import StaleClaim
@@ -92,6 +94,13 @@ async def _send(ctx: Context, taak: Verzendtaak) -> str:
         if contact is None:
             return await _finish(ctx, taak, "geen-contactgegevens")
         email, contactgegeven_id = contact.email, contact.id
+
+    if refused_by_notifynl(email):
+        # NotifyNL would answer `email_address Not a valid email address`: the same outcome
+        # without the call (and without its LDV record). A Profielservice address has not
+        # been checked before; a DV's address was at intake, unless accepted before that.
+        event(logging.INFO, "adres-geweigerd-voor-verzenden", soort=SOORT, taak_id=taak.taak_id)
+        return await _finish(ctx, taak, "ongeldig-adres", None, contactgegeven_id)
 
     if contactgegeven_id is None:
         await ctx.extend_lease(taak.taak_id, taak.claim_epoch)
