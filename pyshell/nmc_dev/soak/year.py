@@ -355,6 +355,9 @@ class Year:
             admin_ops.set_notify_service(
                 stack.admin_settings, service["code"], per_minuut=1_000_000, burst=1000
             )
+        # The proof checks fetch a day's (and at the end every kept) proof at once: the
+        # per-DV proof call rate is lifted for them, as for the soak's verdict.
+        evidence.lift_proof_call_rate(stack.admin_url)
         with httpx.Client(timeout=120) as http:
             response = http.post(stack.profielservice_url + "/_sim/parties", json=self.work.parties)
             response.raise_for_status()
