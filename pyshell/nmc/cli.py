@@ -5,11 +5,13 @@ message on stderr and exit with code 1.
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
@@ -46,6 +48,12 @@ def migrate_command(args: argparse.Namespace, settings: Settings) -> int:
         _print_check(plan)
         return 0 if plan.up_to_date else 1
     _print_migration(migrate(url, root))
+    # The deployment's NotifyNL services, when it names them: applied with every migrate.
+    services_file = settings_env.path(os.environ, "NMC_NOTIFY_SERVICES_FILE")
+    if services_file is not None:
+        migrated = dataclasses.replace(settings, database_url=url)
+        rows = admin_ops.apply_notify_services(migrated, _read_json(services_file))
+        print(f"applied  {services_file} ({len(rows)} NotifyNL service(s) known)")
     return 0
 
 
@@ -332,6 +340,19 @@ def admin_notify_service_list(args: argparse.Namespace, settings: Settings) -> i
     return 0
 
 
+def admin_notify_service_apply(args: argparse.Namespace, settings: Settings) -> int:
+    rows = admin_ops.apply_notify_services(settings, _read_json(args.file))
+    print(admin_ops.format_table(rows, NOTIFY_SERVICE_COLUMNS))
+    return 0
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise NmcError(f"{path}: not a readable JSON file ({type(error).__name__})") from None
+
+
 def admin_notify_service_set(args: argparse.Namespace, settings: Settings) -> int:
     row = admin_ops.set_notify_service(
         settings, args.code, per_minuut=args.per_minuut, navraag_aandeel=args.navraag_aandeel,
@@ -448,6 +469,11 @@ def _add_operations_commands(admin: argparse._SubParsersAction) -> None:
     notify = _group(admin, "notify-service", "the limits of a NotifyNL service (the send budget)")
     notify_list = _command(notify, "list", admin_notify_service_list, "services and their limits")
     notify_set = _command(notify, "set", admin_notify_service_set, "set a service's limits")
+    notify_apply = _command(
+        notify, "apply", admin_notify_service_apply,
+        "set the services of a JSON file ({code: {perMinuut, navraagAandeel, burst, dagLimiet}})",
+    )  # fmt: skip
+    notify_apply.add_argument("file", type=Path)
     notify_set.add_argument("code", help="the service's code (a berichttype's notifyService)")
     notify_set.add_argument(
         "--per-minuut", type=int, help="NotifyNL's rate limit of the service, per 60 s (3000)"

@@ -207,3 +207,49 @@ def test_notify_service_set_and_list(nmc, admin_env, conn):
     refused = nmc("admin", "notify-service", "set", "besluiten", "--burst", "5000")
     assert refused.exit_code != 0
     assert "notify service besluiten: refused" in refused.err
+
+
+def test_the_deployments_notify_services_file_is_applied_by_apply_and_by_migrate(
+    nmc, admin_env, conn, tmp_path, monkeypatch
+):
+    path = tmp_path / "notify-services.json"
+    path.write_text(json.dumps({
+        "standaard": {"perMinuut": 6000, "dagLimiet": 500000, "burst": 200},
+        "besluiten": {"navraagAandeel": 0.2},
+    }))  # fmt: skip
+    result = nmc("admin", "notify-service", "apply", str(path))
+    assert result.exit_code == 0, result.err
+    rows = dict(conn.execute(
+        "SELECT code, (budget_per_minuut, navraag_aandeel::float, burst, dag_limiet)::text"
+        " FROM nmc.notify_service"
+    ).fetchall())  # fmt: skip
+    assert rows == {"standaard": "(6000,0.1,200,500000)", "besluiten": "(3000,0.2,,250000)"}
+
+    path.write_text(json.dumps({"standaard": {"burst": None}}))
+    monkeypatch.setenv("NMC_NOTIFY_SERVICES_FILE", str(path))
+    migrated = nmc("migrate")
+    assert migrated.exit_code == 0, migrated.err
+    assert "notify-services.json" in migrated.out and "NotifyNL service(s) known" in migrated.out
+    assert conn.execute(
+        "SELECT budget_per_minuut, burst FROM nmc.notify_service WHERE code = 'standaard'"
+    ).fetchone() == (6000, None)  # null: the burst is derived again, the rate kept
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ([], "a JSON object of services"),
+        ({"standaard": 5}, "an object of limits"),
+        ({"standaard": {"tempo": 5}}, "unknown member(s) ['tempo']"),
+        ({"standaard": {"perMinuut": "veel"}}, "perMinuut must be a number"),
+        ({"standaard": {"dagLimiet": 1.5}}, "dagLimiet must be a number"),
+    ],
+)
+def test_a_notify_services_file_of_the_wrong_shape_is_refused(
+    nmc, admin_env, tmp_path, document, message
+):
+    path = tmp_path / "notify-services.json"
+    path.write_text(json.dumps(document))
+    result = nmc("admin", "notify-service", "apply", str(path))
+    assert result.exit_code == 1
+    assert message in result.err

@@ -138,6 +138,49 @@ def set_notify_service(
     return row
 
 
+NOTIFY_SERVICE_MEMBERS = {
+    "perMinuut": "per_minuut", "navraagAandeel": "navraag_aandeel", "burst": "burst",
+    "dagLimiet": "dag_limiet",
+}  # fmt: skip
+
+
+def parse_notify_services(document: Any) -> dict[str, dict[str, Any]]:
+    """The deployment's NotifyNL services (NMC_NOTIFY_SERVICES_FILE): `{code: {perMinuut,
+    navraagAandeel, burst, dagLimiet}}`, each member optional (absent: keep; burst null: one
+    second of the rate). The database's checks judge the values; this judges the shape."""
+    if not isinstance(document, dict) or not document:
+        raise NmcError("notify services: a JSON object of services, {code: {perMinuut, …}}")
+    services: dict[str, dict[str, Any]] = {}
+    for code, limits in document.items():
+        if not isinstance(limits, dict):
+            raise NmcError(f"notify service {code}: an object of limits")
+        unknown = sorted(set(limits) - set(NOTIFY_SERVICE_MEMBERS))
+        if unknown:
+            raise NmcError(f"notify service {code}: unknown member(s) {unknown}")
+        for name, value in limits.items():
+            ok = (
+                value is None if name == "burst" and value is None
+                else isinstance(value, int | float) and not isinstance(value, bool)
+            )
+            if not ok or (name != "navraagAandeel" and value is not None and value != int(value)):
+                raise NmcError(f"notify service {code}: {name} must be a number")
+        services[code] = {NOTIFY_SERVICE_MEMBERS[n]: v for n, v in limits.items()}
+    return services
+
+
+def apply_notify_services(settings: Settings, document: Any) -> list[dict]:
+    """Sets every service of the deployment's document; returns the services as applied."""
+    for code, limits in parse_notify_services(document).items():
+        burst_afleiden = "burst" in limits and limits["burst"] is None
+        set_notify_service(
+            settings, code,
+            per_minuut=limits.get("per_minuut"), navraag_aandeel=limits.get("navraag_aandeel"),
+            burst=limits.get("burst"), dag_limiet=limits.get("dag_limiet"),
+            burst_afleiden=burst_afleiden,
+        )  # fmt: skip
+    return list_notify_services(settings)
+
+
 def kek_status(settings: Settings, ring: KekRing | None) -> list[dict]:
     """Live data keys per KEK, whether maintenance re-wraps to it (`doel`: the newest KEK a
     worker reported active) and since when, and (with the ring at hand) whether it is in the
