@@ -305,6 +305,31 @@ def axe_findings(driver) -> list[tuple[str, int]]:
     return [tuple(finding) for finding in json.loads(result)]
 
 
+def contrast(first: str, second: str) -> float:
+    """WCAG's contrast ratio of two computed colours ("rgb(r, g, b)")."""
+
+    def luminance(colour: str) -> float:
+        channels = [int(c) / 255 for c in colour[colour.index("(") + 1 : -1].split(",")[:3]]
+        r, g, b = (c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    lighter, darker = sorted((luminance(first), luminance(second)), reverse=True)
+    return (lighter + 0.05) / (darker + 0.05)
+
+
+def field_border_contrasts(driver) -> dict[str, float]:
+    """Per form field of the page: its border's contrast with the background around it
+    (WCAG 1.4.11, which axe does not check), the nearest ancestor with a background."""
+    pairs = driver.execute_script(
+        "return [...document.querySelectorAll('textarea, select, input:not([type=hidden])')]"
+        ".map(e => { let p = e.parentElement;"
+        " while (getComputedStyle(p).backgroundColor === 'rgba(0, 0, 0, 0)') p = p.parentElement;"
+        " return [e.id || e.name, getComputedStyle(e).borderTopColor,"
+        " getComputedStyle(p).backgroundColor]; });"
+    )
+    return {name: round(contrast(border, around), 2) for name, border, around in pairs}
+
+
 @pytest.mark.skipif(not AXE_JS.is_file(), reason=NO_AXE)
 def test_every_page_and_confirmation_page_meets_wcag_2_1_aa(
     browser_fresh, console_url: str, data: Populated
@@ -322,6 +347,7 @@ def test_every_page_and_confirmation_page_meets_wcag_2_1_aa(
         found[name] = axe_findings(browser)
 
     audit("login", "/login")
+    assert min(field_border_contrasts(browser).values()) >= 3, field_border_contrasts(browser)
     audit("login (afgemeld)", "/login?reden=afgemeld")
     browser.find_element(By.ID, "token").send_keys(token(sub="beheerder-anna"))
     browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
@@ -339,6 +365,7 @@ def test_every_page_and_confirmation_page_meets_wcag_2_1_aa(
         audit("/notificaties/{id}/forceren?" + path.split("?")[1], path)
     audit("/webhooks/{dv}/hervatten", f"/webhooks/{data.dv_twee}/hervatten")
     audit("/taken/{id}/heropenen", f"/taken/{data.mislukt_wissen}/heropenen")
+    assert min(field_border_contrasts(browser).values()) >= 3, field_border_contrasts(browser)
     # Refused: an explanation of spaces only.
     browser.find_element(By.ID, "toelichting").send_keys("   ")
     browser.find_element(By.CSS_SELECTOR, "button.gevaar").click()
