@@ -65,6 +65,7 @@ MISSING = (
 if os.environ.get("CI") == "true" and (CHROMIUM is None or CHROMEDRIVER is None):
     # CI installs them (.ci/install): a skip there would hide that the console went untested.
     raise RuntimeError(MISSING)
+WIDE, NARROW = (1440, 900), (320, 900)  # the window; narrow: as WCAG 1.4.10 Reflow measures
 NO_AXE = "axe-core is missing: bash .ci/install (npm ci in tools/axe)"
 if os.environ.get("CI") == "true" and not AXE_JS.is_file():
     raise RuntimeError(NO_AXE)
@@ -88,7 +89,7 @@ def browser() -> Iterator["webdriver.Chrome"]:
     options.binary_location = CHROMIUM
     for argument in (
         "--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-        "--window-size=1440,900", "--lang=nl-NL", "--hide-scrollbars",
+        f"--window-size={WIDE[0]},{WIDE[1]}", "--lang=nl-NL", "--hide-scrollbars",
     ):  # fmt: skip
         options.add_argument(argument)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
@@ -335,16 +336,26 @@ def test_every_page_and_confirmation_page_meets_wcag_2_1_aa(
     browser_fresh, console_url: str, data: Populated
 ):
     """axe-core on every console view, every confirmation page (also with its refusal), the
-    login (also with its notice), a done action's notice and an error page: no findings."""
+    login (also with its notice), a done action's notice and an error page, each wide and
+    320 px narrow: no findings, and no page wider than the narrow window."""
     from selenium.webdriver.common.by import By
 
     browser = browser_fresh
     found: dict[str, list[tuple[str, int]]] = {}
 
     def audit(name: str, path: str | None = None) -> None:
+        """axe on the page as wide as the browser and as narrow as 1.4.10 Reflow asks (320
+        CSS px, a 1280 px window at 400%), where the page must not scroll sideways."""
         if path is not None:
             browser.get(console_url + path)
         found[name] = axe_findings(browser)
+        browser.set_window_size(*NARROW)
+        found[f"{name} ({NARROW[0]} px)"] = axe_findings(browser) + [
+            ("reflow: the page scrolls sideways, px wide", width)
+            for width in [browser.execute_script("return document.documentElement.scrollWidth")]
+            if width > browser.execute_script("return window.innerWidth")
+        ]
+        browser.set_window_size(*WIDE)
 
     audit("login", "/login")
     assert min(field_border_contrasts(browser).values()) >= 3, field_border_contrasts(browser)
