@@ -10,10 +10,16 @@ that PATH is a stand-in that records what it is asked, so nothing is installed f
   after the install step: the checks themselves are the rest of this suite).
 * As any other user it cannot install: it stops at once with the package to install and
   the command that does it, and asks apt-get for nothing.
+
+axe-core (the console's accessibility test) comes from the npm registry at the version
+tools/axe/package-lock.json pins; .ci/install runs `npm ci` there. In CI (CI=true) it must be
+there: without it the accessibility test would be skipped unseen.
 """
 
 import hashlib
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -25,6 +31,8 @@ import pytest
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PG_PROVE_PACKAGE = "libtap-parser-sourcehandler-pgtap-perl"
+AXE = PROJECT_ROOT / "tools" / "axe"
+AXE_INSTALLED = AXE / "node_modules" / "axe-core" / "package.json"
 FAKE_APT_GET = """#!/bin/sh
 echo "$@" >> "{log}"
 """
@@ -94,11 +102,20 @@ def installed_venv(checkout: Path) -> Path:
     return venv
 
 
+def installed_axe(checkout: Path) -> None:
+    """axe-core as .ci/install leaves it (its stamp: the lock file's digest), so no npm runs."""
+    modules = checkout / "tools" / "axe" / "node_modules"
+    (modules / "axe-core").mkdir(parents=True)
+    lock = (checkout / "tools" / "axe" / "package-lock.json").read_bytes()
+    (modules / ".nmc-installed").write_text(hashlib.sha256(lock).hexdigest() + "\n")
+
+
 @needs_make
 @pytest.mark.skipif(os.geteuid() != 0, reason="installing packages needs root")
 def test_make_test_installs_what_is_missing_when_run_as_root(checkout, without_pg_prove):
     env, log = without_pg_prove
     venv = installed_venv(checkout)
+    installed_axe(checkout)
     result = subprocess.run(
         ["make", "test", f"VENV={venv}", "MAKE=true"],
         cwd=checkout,
@@ -137,3 +154,24 @@ def test_ci_run_installs_through_the_same_script():
     assert "bash .ci/install" in run or ".ci/install" in run
     assert "apt-get" not in run, "the package list lives in .ci/install only"
     assert "make test" in run
+
+
+def test_axe_core_is_pinned_to_one_version_in_package_json_and_lock():
+    pinned = json.loads((AXE / "package.json").read_text())["dependencies"]["axe-core"]
+    assert re.fullmatch(r"\d+\.\d+\.\d+", pinned), f"not an exact version: {pinned}"
+    lock = json.loads((AXE / "package-lock.json").read_text())
+    assert lock["packages"]["node_modules/axe-core"]["version"] == pinned
+    assert lock["packages"]["node_modules/axe-core"]["integrity"].startswith("sha512-")
+    install = (PROJECT_ROOT / ".ci" / "install").read_text()
+    assert 'npm ci --prefix "$axe"' in install and "axe=tools/axe" in install
+
+
+@pytest.mark.skipif(
+    os.environ.get("CI") != "true" and not AXE_INSTALLED.exists(),
+    reason="not in CI, and axe-core is not installed here (bash .ci/install installs it)",
+)
+def test_ci_install_provides_the_pinned_axe_core():
+    assert AXE_INSTALLED.exists(), ".ci/install did not install axe-core (npm ci in tools/axe)"
+    pinned = json.loads((AXE / "package.json").read_text())["dependencies"]["axe-core"]
+    assert json.loads(AXE_INSTALLED.read_text())["version"] == pinned
+    assert (AXE_INSTALLED.parent / "axe.min.js").is_file()
