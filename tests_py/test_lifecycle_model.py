@@ -452,8 +452,13 @@ class Model:
         """Judge one NotifyNL outcome for attempt p: a receipt, or (without id) a
         reconciliation answer, which is processed exactly like a receipt."""
         c = min(completed_at or self.nu, self.nu)  # capped at the NMC clock
+        # Final (bezorgstatus-onbekend excepted): the delivery proof is final too, so nothing
+        # on any attempt changes any more; the outcome is recorded beside it (apply_receipt).
+        vast = n.status in TERMINAAL - {"bezorgstatus-onbekend"}
         if notifynl_id is not None:
-            if p.notifynl_id is None:
+            if p.notifynl_id is None and vast:
+                pass  # an attempt still running when it became final keeps its missing id
+            elif p.notifynl_id is None:
                 # The worker died between the 201 and its commit: commit on its behalf.
                 p.notifynl_id = notifynl_id
                 if p.status == "gepland":
@@ -469,15 +474,15 @@ class Model:
             return  # an older receipt never overrides a newer one
         telt = self.telt(n, p, status, c)
         # A settled outcome is never rewritten (ADR: the delivered completed_at is the
-        # delivery proof's time): a delivered attempt the receipt does not fail, and an
-        # attempt that no longer runs under a terminal notification (bezorgstatus-onbekend
-        # excepted). Keuze (apply_receipt COMMENT): such a receipt is recorded beside the
-        # outcome, which keeps its status and time; so does the ordering of later receipts.
+        # delivery proof's time): a delivered attempt the receipt does not fail, and every
+        # attempt of a terminal notification (bezorgstatus-onbekend excepted), also one still
+        # running when it became terminal: its final proof stays as it was. Keuze
+        # (apply_receipt COMMENT): such a receipt is recorded beside the outcome, which keeps
+        # its status and time; so does the ordering of later receipts.
         vastgelegd = (
             not telt
             and not (status == "delivered" and n.status in ("verzonden", "bezorgstatus-onbekend"))
-            and p.status not in {*LOPEND, "gepland"}
-            and (p.status == "bezorgd" or n.status in TERMINAAL - {"bezorgstatus-onbekend"})
+            and (p.status == "bezorgd" or vast)
         )
         if not vastgelegd:
             p.status, p.afgerond_op, p.laatste_receipt_op = DEFINITIEF[status], c, c
