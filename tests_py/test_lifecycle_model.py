@@ -608,6 +608,8 @@ class Model:
             # The attempt got its outcome meanwhile: the answer changes nothing. Keuze
             # (finish_navraag): nor for an attempt that is onbekend already.
             return
+        if n.status in TERMINAAL - {"bezorgstatus-onbekend"}:
+            return  # of a final notification the attempt stays as it was (its final proof)
         p.status = "onbekend"
         # Keuze (finish_navraag COMMENT): not while another attempt is planned or sent.
         ander_loopt = any(q is not p and q.status in ("gepland", "verzonden") for q in n.pogingen)
@@ -824,6 +826,8 @@ class Levenscyclus(RuleBasedStateMachine):
         self.db = conn
         self.toegestaan = toegestaan
         self.dv_id = nieuwe_dv(conn)
+        # The model has no send budget: a pace far above what its few notifications take.
+        conn.execute("SELECT nmc.set_notify_service('standaard', 1000000, 0.1, 1000)")
         self.model = Model(instellingen(conn))
         self.claims: list[Claim] = []  # every claim made: live, dead or finished
         self.dood: list[Claim] = []  # claims whose worker died
@@ -948,9 +952,11 @@ class Levenscyclus(RuleBasedStateMachine):
         assert sorted(r[:4] for r in rijen) == sorted(
             (c.notificatie.id, c.epoch, c.poging.referentie, c.poging.notifynl_id) for c in verwacht
         )
-        taak_ids = {r[0]: r[4] for r in rijen}
+        # Per attempt: one round may claim the reconciliation of both attempts of one
+        # notification (attempt 1's answer still due while attempt 2's comes due).
+        taak_ids = {(r[0], r[2]): r[4] for r in rijen}
         for claim in verwacht:
-            self.leer_taak(claim, taak_ids[claim.notificatie.id])
+            self.leer_taak(claim, taak_ids[claim.notificatie.id, claim.poging.referentie])
         self.claims.extend(verwacht)
         for volgnummer, claim in enumerate(verwacht):
             self.navraagclaim_afhandelen(claim, acties[volgnummer % len(acties)], status, leeftijd)
