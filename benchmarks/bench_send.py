@@ -465,6 +465,7 @@ def sql_send_ceiling(admin_url: str, count: int, batch: int, connections: int = 
             "uitkomsten": ["verzonden"] * len(claimed),
             "notifynl_ids": [uuid.uuid4() for _ in claimed],
             "contactgegeven_ids": [None] * len(claimed),
+            "template_versies": [1] * len(claimed),
         }
         rows = conn.execute(QUERIES["finish_verzenden_batch"], params).fetchall()
         return sum(1 for _, _, fout in rows if fout is None)

@@ -26,7 +26,8 @@ NID = "6f1c1f8e-2b9a-4f5e-9d3c-0a1b2c3d4e5f"
 
 _KEY = ec.generate_private_key(ec.SECP256R1())
 JWKS = StaticJwks({"keys": [{**jwt.algorithms.ECAlgorithm.to_jwk(_KEY.public_key(), as_dict=True),
-                             "kid": KID, "alg": "ES256", "use": "sig"}]})  # fmt: skip
+                             "kid": KID, "alg": "ES256", "use": "sig",
+                             "nmc_use": "afleverbewijs"}]})  # fmt: skip
 
 
 def sign(claims: dict[str, Any]) -> str:

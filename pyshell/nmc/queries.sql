@@ -468,7 +468,7 @@ SELECT k AS kek_id FROM nmc.kek_ids_levend() AS k
 -- run_onderhoud --
 SELECT nmc.run_onderhoud(%(taak_id)s::bigint, %(claim_epoch)s::integer) AS uitkomst
 
--- claim_template_verversen --
+-- templates_te_verversen --
 -- The maintenance job templates: what to read; each read is recorded with record_template.
 SELECT c.notify_service, c.template_id
 FROM nmc.claim_template_verversen(%(taak_id)s::bigint, %(claim_epoch)s::integer) AS c

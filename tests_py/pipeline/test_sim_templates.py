@@ -143,6 +143,7 @@ def test_the_beheer_report_names_the_unavailable_berichttypen():
         oin="00000001234567890000", naam="Gemeente", dag=date(2026, 12, 1), onbevestigd=0,
         afgekapt=False, bevestigingstermijn="7 days", oudste=None, notificatie_ids=[],
         aandeel=None, drempel=0.3, boven_drempel=False, niet_beschikbaar=["aanslag", "besluit"],
+        webhook_gat=False, onverwerkbaar=[], onverwerkbaar_dag=None,
     )  # fmt: skip
     data = report_data(rapport)
     assert data["nietBeschikbaar"] == {"berichttypen": ["aanslag", "besluit"]}

@@ -123,7 +123,7 @@ async def _herwrap(ctx: Context, taak: Taak) -> str:
 
 async def _templates(ctx: Context, taak: Taak) -> str:
     fence = {"taak_id": taak.taak_id, "claim_epoch": taak.claim_epoch}
-    due = await ctx.db.fetch_all("claim_template_verversen", fence)
+    due = await ctx.db.fetch_all("templates_te_verversen", fence)
     for row in due:
         await ctx.extend_lease(taak.taak_id, taak.claim_epoch)
         lezing = await lees_template(ctx.notifynl, row.notify_service, row.template_id)
