@@ -58,6 +58,7 @@ from nmc_dev.demo.display import TERMINAL
 from nmc_dev.demo.dv import Dv, FeedReader
 from nmc_dev.embedded_db import EmbeddedCluster
 from nmc_dev.stack import LocalStack
+from nmc_dev.stack.postgres import EmbeddedPostgres
 
 NMC_PARTS = ("postgres", "api", "worker-1", "worker-2")
 SIMULATORS = ("notifynl", "profielservice", "ldv")
@@ -328,18 +329,51 @@ def bench_lifecycle(
     rate: float = 50.0,
     idle_s: float = 60.0,
     ceilings: dict | None = None,
+    variants: dict[str, tuple[str, ...]] | None = None,
 ) -> dict:
-    """The whole benchmark on a cluster of its own (removed afterwards); the figures."""
+    """The whole benchmark on a cluster of its own (removed afterwards); the figures.
+
+    `variants`: name -> extra `nmc worker` arguments; each runs its own stack (a fresh
+    database) on the same cluster, one after the other, against the same steps' costs (a
+    before/after in one run). None: the workers as shipped. The first variant's figures are
+    the result's own; every variant's are under "variants"."""
     settings, home = own_cluster_settings()
     cluster = EmbeddedCluster(settings, preload=("pg_stat_statements",))
+    runs = {}
+    try:
+        cluster.start()
+        for number, (name, worker_args) in enumerate((variants or {"shipped": ()}).items()):
+            runs[name] = run_stack(
+                settings, home, f"nmc_lifecycle_{number}", worker_args, count, rate, idle_s
+            )
+        postmaster = EmbeddedPostgres(settings).pid
+        steps = step_ceilings(connection_url(settings), postmaster, ceilings or FULL_CEILINGS)
+    finally:
+        cluster.stop()
+        shutil.rmtree(home, ignore_errors=True)
+    results = {name: summarise(idle, life, steps) for name, (idle, life) in runs.items()}
+    first = next(iter(results.values()))
+    return first | ({"variants": results} if len(results) > 1 else {})
+
+
+def run_stack(
+    settings: Settings,
+    home: Path,
+    database: str,
+    worker_args: tuple[str, ...],
+    count: int,
+    rate: float,
+    idle_s: float,
+) -> tuple[dict, dict]:
+    """One stack on the running cluster: its idle window, then the life; stopped after."""
     stack = LocalStack(
         settings,
-        state_dir=home / "stack",
-        database="nmc_lifecycle",
+        state_dir=home / database,
+        database=database,
+        worker_args=worker_args,
         notify_templates=admin.notify_templates(scenario.dv_document()),
     )
     try:
-        cluster.start()
         stack.start()
         document = stack.state_dir / "dv.json"
         document.write_text(json.dumps(scenario.dv_document()))
@@ -349,14 +383,9 @@ def bench_lifecycle(
             meter = Meter(stack, probe)
             idle = measure_idle(meter, probe, idle_s)
             life = asyncio.run(run_life(stack, probe, meter, count, rate))
-        postmaster = stack.pids()["postgres"]
-        stack.stop()  # its idle polling must not count in the steps' figures
-        steps = step_ceilings(connection_url(settings), postmaster, ceilings or FULL_CEILINGS)
     finally:
-        stack.stop()
-        cluster.stop()
-        shutil.rmtree(home, ignore_errors=True)
-    return summarise(idle, life, steps)
+        stack.stop()  # its idle polling must not count in the next stack's or steps' figures
+    return idle, life
 
 
 FULL_CEILINGS = {
@@ -513,14 +542,26 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=50.0, help="per second (50)")
     parser.add_argument("--idle", type=float, help="idle seconds (60; quick 20)")
     parser.add_argument("--json", type=Path, help="write the figures here too")
+    parser.add_argument(
+        "--compare-fixed-poll",
+        action="store_true",
+        help="first a stack whose workers poll at a fixed 0.5 s (as before the back-off)",
+    )
     args = parser.parse_args()
+    variants = (
+        {"fixed poll 0.5 s": ("--poll-max-interval", "0.5"), "back-off (shipped)": ()}
+        if args.compare_fixed_poll
+        else None
+    )
     result = bench_lifecycle(
         count=args.count or (600 if args.quick else 3000),
         rate=args.rate,
         idle_s=args.idle or (20.0 if args.quick else 60.0),
         ceilings=QUICK_CEILINGS if args.quick else FULL_CEILINGS,
+        variants=variants,
     )
-    print(printed(result))
+    for name, figures in result.get("variants", {"shipped": result}).items():
+        print(f"\n===== {name}\n{printed(figures)}")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
     return 0

@@ -6,8 +6,8 @@ import socket
 import subprocess
 import sys
 import tempfile
-from dataclasses import replace
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import psycopg
@@ -198,5 +198,7 @@ def test_cluster_settings_preload_the_libraries_asked_for(tmp_path):
         cluster.data_dir.mkdir(parents=True, exist_ok=True)
         cluster._write_settings(54398)
         lines = (cluster.data_dir / "nmc.conf").read_text().splitlines()
-        preloads = [line.split("=", 1)[1].strip() for line in lines if line.startswith("shared_preload")]
+        preloads = [
+            line.split("=", 1)[1].strip() for line in lines if line.startswith("shared_preload")
+        ]
         assert preloads == ([expected] if expected else []), lines

@@ -83,6 +83,8 @@ class WorkerConfig:
     batch: int = 20
     concurrency: int = 20
     poll_interval: float = 0.5
+    # An idle kind's wait doubles per empty round up to this (nmc.worker.loop.Backoff).
+    poll_max_interval: float = 4.0
     pool_size: int | None = None
     prepare_threshold: int | None = 5
     metrics_port: int | None = None  # None: no operations listener
@@ -104,6 +106,8 @@ class WorkerConfig:
             raise NmcError("--batch and --concurrency must be at least 1")
         if self.poll_interval <= 0:
             raise NmcError("--poll-interval must be positive")
+        if self.poll_max_interval < self.poll_interval:
+            raise NmcError("--poll-max-interval must be at least --poll-interval")
         if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
             raise NmcError("the metrics port must be between 0 and 65535")
         Adresbeleid.parse(self.webhook_toegestane_netwerken)  # NmcError when malformed
