@@ -19,8 +19,7 @@ def config(**overrides) -> WorkerConfig:
         ldv_url=None,
         ldv_file=Path("/dev/null"),
         batch=20,
-        poll_interval=0.5,
-        **overrides,
+        **({"poll_interval": 0.5} | overrides),
     )
 
 
@@ -97,3 +96,9 @@ def test_a_kind_that_does_not_back_off_polls_at_the_interval():
         [[], [], [], ["taak"], []], claim=True, poll_max_interval=4.0, backs_off=False
     )
     assert waits == [0.5, 0.5, 0.5, 0.5]
+
+
+def test_the_cap_follows_a_fast_poll():
+    # A test's worker polls every 20 ms: unless it says otherwise, its cap is 8 x that.
+    waits = waits_for([0, 0, 0, 0, 0], claim=False, poll_interval=0.02)
+    assert [round(w, 3) for w in waits] == [0.02, 0.04, 0.08, 0.16, 0.16]

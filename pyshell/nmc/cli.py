@@ -243,8 +243,8 @@ def _add_worker_command(commands: argparse._SubParsersAction) -> None:
     worker.add_argument(
         "--poll-max-interval",
         type=float,
-        default=4.0,
-        help="an idle kind's sleep doubles per empty round up to this many seconds (4)",
+        help="an idle kind's sleep doubles per empty round up to this many seconds "
+        "(8 x --poll-interval: 4)",
     )
     worker.add_argument(
         "--metrics-port",

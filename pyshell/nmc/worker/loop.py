@@ -7,7 +7,7 @@ half a batch of slots is free. SQL-only kinds (receipt, vaststellen, controle, w
 onderhoud) make one call per round (onderhoud: one per maintenance job that is due). An idle
 loop sleeps (polling is the truth; no LISTEN/NOTIFY, no session advisory locks, so PgBouncer
 in transaction mode works): `poll_interval` after a round that found work, doubled per empty
-round in a row up to `poll_max_interval` (Backoff). An idle stack's empty rounds were most of
+round in a row up to `poll_cap` (Backoff). An idle stack's empty rounds were most of
 its CPU (benchmarks/bench_lifecycle.py); a kind with work keeps polling at the interval, and
 verzenden always does: its pickup latency is what a DV waits for (with a back-off too, the
 lifecycle benchmark's pickup p50 grew from 238 to 300 ms).
@@ -332,7 +332,7 @@ class Worker:
                 await self._idle(wait)
 
     def _backoff(self, kind: Kind) -> Backoff:
-        cap = self.config.poll_max_interval if kind.backs_off else self.config.poll_interval
+        cap = self.config.poll_cap if kind.backs_off else self.config.poll_interval
         return Backoff(self.config.poll_interval, cap)
 
     async def _idle(self, seconds: float) -> None:
