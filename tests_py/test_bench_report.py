@@ -160,3 +160,7 @@ def test_pickup_is_the_first_send_of_the_first_attempt():
     ]
     latencies = lifecycle.pickup_latencies(accepted, requests, attempts)
     assert sorted(round(x, 3) for x in latencies) == [0.25, 0.5]
+    # Statements are named by the first NMC function they call.
+    query = "SELECT c.taak_id FROM nmc.claim_verzenden($1::text, $2::integer) AS c"
+    assert lifecycle.label(query) == "nmc.claim_verzenden(…)"
+    assert lifecycle.label("SELECT 1") == "SELECT 1"
