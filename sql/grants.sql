@@ -118,6 +118,7 @@ GRANT EXECUTE ON FUNCTION nmc.store_rewrap(uuid[], text[], bytea[], text) TO nmc
 -- Maintenance as tasks (functions/onderhoud/onderhoud.sql): every worker runs it.
 GRANT EXECUTE ON FUNCTION nmc.ensure_onderhoud(text) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.ensure_onderhoud_v2(text, text) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.kek_melding_afmelden(text) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.kek_ids_levend() TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.run_onderhoud(bigint, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.list_herwrap(bigint, integer, text, integer) TO nmc_worker;

@@ -3,7 +3,7 @@
 -- reported in the last three minutes reports it, never back to an older one. And the KEKs that
 -- still wrap live keys, for the worker's start-up check (nmc.kek_ids_levend).
 BEGIN;
-SELECT plan(11);
+SELECT plan(13);
 \ir fixtures/setup.sql
 
 DELETE FROM nmc.kek;
@@ -38,6 +38,15 @@ SELECT nmc.advance_clock('2 minutes 30 seconds');
 SELECT is(
     nmc.herwrap_doel_bijwerken(nmc.now()), 'kek-3',
     'a worker silent for three minutes is gone: the one live worker decides'
+);
+
+-- A rolling deploy at one instant: the stopping workers withdraw their reports, so the target
+-- moves as soon as the last worker of the old ring is gone, not three minutes later.
+SELECT nmc.ensure_onderhoud_v2('kek-4', 'w5');
+SELECT is(nmc.herwrap_doel(), 'kek-3', 'a new worker beside a live old one: no move');
+SELECT is(
+    nmc.kek_melding_afmelden('w4'), 'kek-4',
+    'the old worker stops and withdraws its report: the target moves at once'
 );
 SELECT nmc.advance_clock('2 days');
 SELECT nmc.ensure_onderhoud('kek-3');

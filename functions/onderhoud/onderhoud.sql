@@ -45,6 +45,25 @@ COMMENT ON FUNCTION nmc.ensure_onderhoud_v2(text, text) IS
 '(nmc.herwrap_doel_bijwerken). Workers call it at their first round and then once a minute; '
 'idempotent. Returns how many tasks it planned.';
 
+CREATE OR REPLACE FUNCTION nmc.kek_melding_afmelden(p_eigenaar text)
+RETURNS text
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    -- A worker that stops says so: its report no longer holds the target for the three
+    -- minutes a silent one counts (a rolling deploy moves it as soon as the last worker of
+    -- the old ring is gone, not a report round later).
+    DELETE FROM nmc.kek_melding AS m WHERE m.eigenaar = p_eigenaar;
+    RETURN nmc.herwrap_doel_bijwerken(nmc.now());
+END
+$$;
+COMMENT ON FUNCTION nmc.kek_melding_afmelden(text) IS
+'A stopping worker p_eigenaar withdraws its KEK report (nmc.kek_melding); the re-wrap target '
+'is judged again at once over the workers still live (nmc.herwrap_doel_bijwerken). Returns '
+'the target. A worker that dies without it counts for three minutes.';
+
 CREATE OR REPLACE FUNCTION nmc.ensure_onderhoud(p_kek_actief text)
 RETURNS integer
 LANGUAGE sql

@@ -456,6 +456,10 @@ SELECT nmc.delete_expired(%(batch)s::integer) AS verwijderd
 -- process_wissen --
 SELECT nmc.process_wissen(%(batch)s::integer) AS aantal
 
+-- kek_melding_afmelden --
+-- A stopping worker withdraws its KEK report (the re-wrap target follows the live ones).
+SELECT nmc.kek_melding_afmelden(%(eigenaar)s::text) AS doel
+
 -- ensure_onderhoud --
 -- One open task per maintenance job; records the worker's active KEK (an id only), by the
 -- worker's name: the re-wrap target moves once every live worker reports a newer one.

@@ -2,6 +2,7 @@
 (one task per job, re-planned by its own run), retention included, and re-wraps the data
 keys to the newest active KEK by itself once a worker of the new ring runs."""
 
+import asyncio
 import dataclasses
 import secrets
 import threading
@@ -236,6 +237,25 @@ async def test_one_workers_new_kek_does_not_move_the_target_for_the_rest(
     async with Worker.started(config, ring=both, pseudonym_key=secrets.token_bytes(32)) as new:
         await new.run_once("onderhoud")
         assert conn.execute("SELECT nmc.herwrap_doel()").fetchone() == (KEK_B,)
+
+
+async def test_a_stopping_worker_withdraws_its_kek_report(worker_config, ring, conn):
+    """A rolling deploy moves the target once the last worker of the old ring stops, not
+    three minutes later: a clean stop withdraws the worker's report."""
+    config = dataclasses.replace(worker_config, kinds=("onderhoud",))
+    async with Worker.started(config, ring=ring, pseudonym_key=secrets.token_bytes(32)) as w:
+        running = asyncio.create_task(w.run())
+        query = "SELECT count(*) FROM nmc.kek_melding WHERE eigenaar = %s"
+        for _ in range(200):  # the worker's first round reports (a background task)
+            if conn.execute(query, [w.ctx.eigenaar]).fetchone()[0]:
+                break
+            await asyncio.sleep(0.02)
+        assert conn.execute(query, [w.ctx.eigenaar]).fetchone()[0] == 1
+        w.stop()
+        await asyncio.wait_for(running, 30)
+        assert conn.execute(query, [w.ctx.eigenaar]).fetchone()[0] == 0
+
+
 def template_row(conn) -> tuple:
     return conn.execute(
         "SELECT staat, versie, placeholders, sleutels, verversen_na - nmc.now()"

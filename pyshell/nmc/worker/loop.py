@@ -278,7 +278,17 @@ class Worker:
             for kind in self.kinds.values()
         ]
         await asyncio.gather(*loops)
+        if "onderhoud" in self.kinds:
+            await self._withdraw_kek_report()
         event(logging.INFO, "worker-stop", eigenaar=self.ctx.eigenaar)
+
+    async def _withdraw_kek_report(self) -> None:
+        """On a clean stop: this worker's KEK report no longer holds the re-wrap target (a
+        failure here only means it counts until it is three minutes old)."""
+        try:
+            await self.ctx.db.fetch_value("kek_melding_afmelden", {"eigenaar": self.ctx.eigenaar})
+        except psycopg.Error:
+            event(logging.WARNING, "kek-melding-afmelden-mislukt", eigenaar=self.ctx.eigenaar)
 
     async def run_once(self, soort: str) -> int:
         """One round of one kind, waiting for its work (tests, and `drain`)."""
