@@ -10,7 +10,8 @@ SELECT tables_are(
         'bevestiging', 'webhookpositie', 'cluster_epoch', 'klok', 'notify_service',
         'instellingen', 'teller', 'feedaanroep',
         'beheeractie', 'receiptgeschiedenis', 'vaststelling', 'beheerrapport',
-        'webhookvalidatie', 'onderhoudswerk', 'kek', 'console_sessie', 'verzendtempo'
+        'webhookvalidatie', 'onderhoudswerk', 'kek', 'console_sessie', 'verzendtempo',
+        'verzendaandeel'
     ],
     'nmc holds the tables of SPEC §3 (plus quota, partitions, clock, services, settings)'
 );
