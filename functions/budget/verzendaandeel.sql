@@ -29,54 +29,54 @@ COMMENT ON FUNCTION nmc.verzendaandeel_reserve(integer, double precision, numeri
 
 CREATE OR REPLACE FUNCTION nmc.verzendaandeel_ruimte(p_service text)
 RETURNS TABLE (zware_dvs integer [], ruimte integer)
-LANGUAGE sql
+LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    v_nu CONSTANT timestamptz := nmc.now();
+    v_uur CONSTANT timestamptz := pg_catalog.date_trunc('hour', v_nu);
+    v_dag CONSTANT timestamptz :=
+        pg_catalog.date_trunc('day', v_nu AT TIME ZONE 'UTC') AT TIME ZONE 'UTC';
     -- The last hour from whole-hour rows: this hour and the part of the previous hour
     -- that is still within 60 minutes.
-    WITH klok AS (
-        SELECT
-            pg_catalog.date_trunc('hour', n.nu) AS uur,
-            (pg_catalog.date_trunc('day', n.nu AT TIME ZONE 'UTC') AT TIME ZONE 'UTC') AS dag,
-            EXTRACT(EPOCH FROM n.nu - pg_catalog.date_trunc('hour', n.nu)) / 3600.0 AS verstreken,
-            EXTRACT(EPOCH FROM (
-                pg_catalog.date_trunc('day', n.nu AT TIME ZONE 'UTC') + INTERVAL '1 day'
-            ) AT TIME ZONE 'UTC' - n.nu)::double precision AS over
-        FROM (SELECT nmc.now() AS nu) AS n
-    ),
-
-    per_dv AS (
+    v_vorig_deel CONSTANT double precision :=
+        1 - EXTRACT(EPOCH FROM v_nu - v_uur)::double precision / 3600.0;
+    v_over CONSTANT double precision :=
+        EXTRACT(EPOCH FROM v_dag + INTERVAL '1 day' - v_nu)::double precision;
+    v_limiet integer;
+BEGIN
+    SELECT i.dag_limiet INTO v_limiet FROM nmc.verzendtempo_instelling(p_service) AS i;
+    RETURN QUERY
+    WITH per_dv AS (
         SELECT a.dv_id,
-            pg_catalog.sum(a.gebruikt) FILTER (WHERE a.uur >= k.dag) AS vandaag,
-            pg_catalog.sum(CASE WHEN a.uur = k.uur THEN a.gebruikt
-                ELSE a.gebruikt * (1 - k.verstreken) END)
-                FILTER (WHERE a.uur >= k.uur - INTERVAL '1 hour') AS laatste_uur
-        FROM nmc.verzendaandeel AS a CROSS JOIN klok AS k
-        WHERE a.notify_service = p_service AND a.uur >= least(k.dag, k.uur - INTERVAL '1 hour')
+            coalesce(pg_catalog.sum(a.gebruikt) FILTER (WHERE a.uur >= v_dag), 0) AS vandaag,
+            coalesce(pg_catalog.sum(
+                CASE WHEN a.uur = v_uur THEN a.gebruikt ELSE a.gebruikt * v_vorig_deel END
+            ) FILTER (WHERE a.uur >= v_uur - INTERVAL '1 hour'), 0) AS laatste_uur
+        FROM nmc.verzendaandeel AS a
+        WHERE a.notify_service = p_service AND a.uur >= least(v_dag, v_uur - INTERVAL '1 hour')
         GROUP BY a.dv_id
     ),
 
     -- Heavy: today's largest consumer (the lowest id of a tie), or above the base share.
     gerangschikt AS (
-        SELECT p.dv_id, coalesce(p.vandaag, 0) AS vandaag, coalesce(p.laatste_uur, 0) AS laatste_uur,
-            coalesce(p.vandaag, 0) > 0 AND (
-                pg_catalog.row_number() OVER (ORDER BY coalesce(p.vandaag, 0) DESC, p.dv_id) = 1
-                OR coalesce(p.vandaag, 0) > 0.1 * i.dag_limiet
+        SELECT p.dv_id, p.vandaag, p.laatste_uur,
+            p.vandaag > 0 AND (
+                pg_catalog.row_number() OVER (ORDER BY p.vandaag DESC, p.dv_id) = 1
+                OR p.vandaag > 0.1 * v_limiet
             ) AS zwaar
-        FROM per_dv AS p CROSS JOIN nmc.verzendtempo_instelling(p_service) AS i
+        FROM per_dv AS p
     )
 
     SELECT
         coalesce(pg_catalog.array_agg(g.dv_id ORDER BY g.dv_id) FILTER (WHERE g.zwaar), '{}'),
-        greatest(i.dag_limiet - nmc.verzendaandeel_reserve(
-            i.dag_limiet, k.over,
-            coalesce(pg_catalog.sum(g.laatste_uur) FILTER (WHERE NOT g.zwaar), 0)
+        greatest(v_limiet - nmc.verzendaandeel_reserve(
+            v_limiet, v_over,
+            coalesce(pg_catalog.sum(g.laatste_uur) FILTER (WHERE NOT g.zwaar), 0)::numeric
         ) - coalesce(pg_catalog.sum(g.vandaag), 0), 0)::integer
-    FROM klok AS k
-    CROSS JOIN nmc.verzendtempo_instelling(p_service) AS i
-    LEFT JOIN gerangschikt AS g ON true
-    GROUP BY i.dag_limiet, k.over
+    FROM gerangschikt AS g;
+END
 $$;
 COMMENT ON FUNCTION nmc.verzendaandeel_ruimte(text) IS
 'The fair share of a service''s UTC day now: its heavy consumers today (the largest, and '
