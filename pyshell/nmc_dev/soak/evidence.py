@@ -79,6 +79,7 @@ class SimEvidence:
     duplicated_callbacks: int  # receipts sent more than once
     profielservice_answers: Counter[str]
     ldv_records: list[Any]
+    limits: dict[str, Any]  # NotifyNL's refusals per limit and service, injected faults apart
 
 
 def read_database(url: str) -> DatabaseEvidence:
@@ -138,6 +139,7 @@ def read_simulators(notifynl_url: str, profielservice_url: str, ldv_url: str) ->
         sent = http.get(notifynl_url + "/_sim/sent").json()
         requests = http.get(notifynl_url + "/_sim/requests").json()
         callbacks = http.get(notifynl_url + "/_sim/callbacks").json()["callbacks"]
+        limits = http.get(notifynl_url + "/_sim/limits").json()
         profiel = http.get(profielservice_url + "/_sim/requests").json()
         ldv = http.get(ldv_url + "/ldv/v1/records").json()
     sends = [r for r in requests if r["method"] == "POST" and r["path"].endswith("/email")]
@@ -152,6 +154,7 @@ def read_simulators(notifynl_url: str, profielservice_url: str, ldv_url: str) ->
         duplicated_callbacks=sum(1 for n in per_notification.values() if n > 1),
         profielservice_answers=Counter(str(r["status"] or "hung") for r in profiel),
         ldv_records=ldv if isinstance(ldv, list) else ldv.get("records", []),
+        limits=limits,
     )
 
 
