@@ -2,7 +2,7 @@
 -- reserve for the other DVs, the others go on up to the limit, and no token is taken that
 -- is not used.
 BEGIN;
-SELECT plan(14);
+SELECT plan(15);
 \ir fixtures/setup.sql
 
 UPDATE nmc.dienstverlener SET quotum_per_minuut = 10000, quotum_per_dag = 100000;
@@ -93,6 +93,23 @@ SELECT results_eq(
     $$SELECT * FROM nmc.verzendaandeel_ruimte('gedeeld')$$,
     $$SELECT '{1001,1002}'::integer [], 400 - 39 - 91$$,
     'a new day: every DV above 10% of it is heavy, the reserve the base share'
+);
+
+-- Fewer tokens than DVs: within a rank the heavy consumer's task goes last, even older.
+SELECT nmc.close_taken(array_agg(t.id)) FROM nmc.taak AS t
+WHERE t.soort = 'verzenden' AND t.staat = 'claimed';
+INSERT INTO nmc.notify_service (code, budget_per_minuut, navraag_aandeel, burst)
+VALUES ('smal', 60, 0.0, 1);
+UPDATE nmc.berichttype SET notify_service = 'smal';
+INSERT INTO nmc.verzendaandeel (notify_service, uur, dv_id, gebruikt)
+VALUES ('smal', date_trunc('hour', nmc.now()), 1001, 10);
+SELECT pg_temp.nieuwe_notificatie(1001);
+SELECT nmc.advance_clock('1 second');
+SELECT pg_temp.nieuwe_notificatie(1002, p_berichttype => 'herinnering');
+SELECT results_eq(
+    $$SELECT dv_id FROM nmc.claim_verzenden('w', 20)$$,
+    $$VALUES (1002)$$,
+    'one token, two DVs: the one that is not the heavy consumer goes first'
 );
 
 SELECT nmc.advance_clock('3 days');

@@ -78,7 +78,9 @@ BEGIN
                 WHERE k.verzendbaar AND k.service = v_budget.service
             ) AS c
             WHERE NOT c.zwaar OR c.volgnummer <= v_aandeel.ruimte
-            ORDER BY c.rang, c.taak
+            -- Within a rank the heavy consumers come last: when the pace grants fewer
+            -- tokens than there are DVs, the others' first tasks go before theirs.
+            ORDER BY c.rang, c.zwaar, c.taak
         );
         CONTINUE WHEN pg_catalog.cardinality(v_kandidaten) = 0;
         v_toegekend := nmc.take_budget(
