@@ -2,7 +2,7 @@
 -- reserve for the other DVs, the others go on up to the limit, and no token is taken that
 -- is not used.
 BEGIN;
-SELECT plan(15);
+SELECT plan(16);
 \ir fixtures/setup.sql
 
 UPDATE nmc.dienstverlener SET quotum_per_minuut = 10000, quotum_per_dag = 100000;
@@ -110,6 +110,14 @@ SELECT results_eq(
     $$SELECT dv_id FROM nmc.claim_verzenden('w', 20)$$,
     $$VALUES (1002)$$,
     'one token, two DVs: the one that is not the heavy consumer goes first'
+);
+
+SELECT nmc.boek_verzendaandeel('smal', ARRAY[1002, 1001, 1002]);
+SELECT results_eq(
+    $$SELECT dv_id, gebruikt FROM nmc.verzendaandeel WHERE notify_service = 'smal'
+      ORDER BY dv_id$$,
+    $$VALUES (1001, 11), (1002, 3)$$,
+    'nmc.boek_verzendaandeel counts one send per element, per DV in the hour'
 );
 
 SELECT nmc.advance_clock('3 days');

@@ -28,7 +28,7 @@ COMMENT ON FUNCTION nmc.verzendaandeel_reserve(integer, double precision, numeri
 'over the last hour times the hours left times 1.25; at most the limit.';
 
 CREATE OR REPLACE FUNCTION nmc.verzendaandeel_ruimte(p_service text)
-RETURNS TABLE (zware_dvs integer [], ruimte integer)
+RETURNS TABLE (zware_dvs integer[], ruimte integer)
 LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
@@ -85,7 +85,7 @@ COMMENT ON FUNCTION nmc.verzendaandeel_ruimte(text) IS
 'today''s sends). Other DVs are bounded by the day alone. Read by nmc.claim_verzenden '
 'before it takes tokens.';
 
-CREATE OR REPLACE FUNCTION nmc.boek_verzendaandeel(p_service text, p_dv_ids integer [])
+CREATE OR REPLACE FUNCTION nmc.boek_verzendaandeel(p_service text, p_dv_ids integer[])
 RETURNS void
 LANGUAGE sql
 SET search_path = pg_catalog, pg_temp
@@ -99,6 +99,6 @@ AS $$
     ON CONFLICT (notify_service, uur, dv_id) DO UPDATE
     SET gebruikt = a.gebruikt + excluded.gebruikt
 $$;
-COMMENT ON FUNCTION nmc.boek_verzendaandeel(text, integer []) IS
+COMMENT ON FUNCTION nmc.boek_verzendaandeel(text, integer[]) IS
 'Counts granted sends of a service per DV in the current hour (one element of p_dv_ids per '
 'send) for the fair share of the day. Internal to nmc.claim_verzenden.';

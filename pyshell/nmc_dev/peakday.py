@@ -195,7 +195,11 @@ def run(url: str, config: PeakDay, start_day: datetime | None = None) -> Result:
         sent = 0
         nxt = 0
         t = 0.0
-        tick = max(1.0, 60.0 / config.rate)
+        # The send pace as nmc.verzendtempo_kind derives it (no reconciliation share, the
+        # burst one second of the rate): a burst, then one send every `interval` seconds.
+        burst = min(max(-(-config.rate // 60), 1), max(config.rate - 1, 1), 1000)
+        interval = 60.0 / max(config.rate - burst, 1)
+        tick = max(1.0, interval)
         while sent < total and t < 3 * 86400.0:  # a day and a half of A's at most
             at = start + timedelta(seconds=t)
             with conn.transaction():
@@ -214,7 +218,7 @@ def run(url: str, config: PeakDay, start_day: datetime | None = None) -> Result:
                         "taak_ids": [c[0] for c in claimed],
                         "claim_epochs": [c[1] for c in claimed],
                     })  # fmt: skip
-                volgende = conn.execute(Q["peakday_next_token"], {"code": SERVICE}).fetchone()
+                tat = conn.execute(Q["peakday_tat"], {"code": SERVICE}).fetchone()
             result.steps += 1
             if claimed:
                 result.grants.append((t, len(claimed)))
@@ -226,9 +230,8 @@ def run(url: str, config: PeakDay, start_day: datetime | None = None) -> Result:
                         result.small_latency.append((t, t - submitted_at[dv].pop(0)))
                 sent += len(claimed)
             next_event = events[nxt][0] if nxt < total else float("inf")
-            token_at = (
-                (volgende[0] - start).total_seconds() if volgende and volgende[0] else t
-            )
+            # GCRA: the next send is granted once tat is within the burst tolerance.
+            token_at = (tat[0] - start).total_seconds() - (burst - 1) * interval if tat else t
             if claimed:
                 t_next = t + tick
             elif token_at > t + 1e-6:  # the pace is the limit: to its next token
@@ -251,7 +254,8 @@ def report(result: Result) -> str:
         f"{result.max_in_60s():,} (R = {c.rate:,})",
         "429s of the simulator: "
         + "; ".join(f"{mode}: {dict(r) or 0}" for mode, r in result.refusals.items()),
-        "sends per UTC day: " + ", ".join(f"{d}: {n:,}" for d, n in sorted(result.per_day().items())),
+        "sends per UTC day: "
+        + ", ".join(f"{d}: {n:,}" for d, n in sorted(result.per_day().items())),
         f"A's remainder sent after 00:00 UTC: {result.heavy_after_midnight():,}",
         "small DVs, 202 to the send (s): " + _fmt(latency([w for _, w in result.small_latency])),
         "",
@@ -272,4 +276,3 @@ def _n(value) -> str:
 
 def _fmt(stats: dict) -> str:
     return ", ".join(f"{k} {v:.1f}" if v is not None else f"{k} -" for k, v in stats.items())
-

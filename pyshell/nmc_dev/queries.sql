@@ -345,11 +345,7 @@ FROM nmc.finish_verzenden_batch(
     NULL
 ) AS r
 
--- peakday_next_token --
--- When the pace grants its next send (GCRA: tat less the burst tolerance), NULL before any.
-SELECT v.tat - (k.burst - 1) * i.t * INTERVAL '1 second' AS volgende
-FROM nmc.verzendtempo AS v
-CROSS JOIN LATERAL nmc.verzendtempo_instelling(v.notify_service) AS s
-CROSS JOIN LATERAL nmc.verzendtempo_kind(s.per_minuut, s.navraag_aandeel, s.burst, 'verzenden') AS k
-CROSS JOIN LATERAL nmc.verzendtempo_interval(k.per_minuut, k.burst, false) AS i
+-- peakday_tat --
+-- The pace's theoretical arrival time of the next send (GCRA), NULL before any take.
+SELECT v.tat FROM nmc.verzendtempo AS v
 WHERE v.notify_service = %(code)s::text AND v.soort = 'verzenden'
