@@ -62,9 +62,11 @@ SELECT results_eq(
     'once its headroom is used the largest consumer waits; the other DV goes on'
 );
 SELECT is(
-    (SELECT count(*)::integer FROM nmc.taak AS t INNER JOIN nmc.notificatie AS n
-        ON n.id = t.notificatie_id
-     WHERE t.soort = 'verzenden' AND t.staat = 'open' AND n.dv_id = 1001),
+    (
+        SELECT count(*)::INTEGER FROM nmc.taak AS t INNER JOIN nmc.notificatie AS n
+            ON t.notificatie_id = n.id
+        WHERE t.soort = 'verzenden' AND t.staat = 'open' AND n.dv_id = 1001
+    ),
     8,
     'its other tasks stay open, unclaimed'
 );
@@ -123,7 +125,7 @@ SELECT results_eq(
 SELECT nmc.advance_clock('3 days');
 SELECT nmc.delete_expired();
 SELECT is(
-    (SELECT count(*)::integer FROM nmc.verzendaandeel), 0,
+    (SELECT count(*)::INTEGER FROM nmc.verzendaandeel), 0,
     'retention removes the shares after two days'
 );
 
