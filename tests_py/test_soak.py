@@ -360,6 +360,26 @@ def personal() -> workload.PersonalData:
     return work.personal
 
 
+def test_a_rate_limit_error_of_notifynl_fails_but_an_injected_429_does_not():
+    limits = {
+        "rate_limit_mode": "bucket", "rate_limit": 3000, "rate_limits": {},
+        "admitted": {"svc": 400},
+        "refused": {"RateLimitError": {}, "TooManyRequestsError": {"svc": 2}},
+        "injected": {"429": 9, "500": 30},
+    }  # fmt: skip
+    clean = checks.notifynl_limits(limits)
+    assert clean.ok
+    assert "9x 429" in clean.figure and "2 TooManyRequestsErrors" in clean.figure
+
+    paced_too_fast = dict(limits, refused={"RateLimitError": {"svc": 3, "ander": 0}})
+    verdict = checks.notifynl_limits(paced_too_fast)
+    assert verdict.count == 1
+    assert verdict.examples == ["service svc: 3 RateLimitErrors"]
+
+    unlimited = dict(limits, rate_limit=None)
+    assert checks.notifynl_limits(unlimited).count == 1  # a simulator limiting nothing
+
+
 def test_the_privacy_scan_finds_every_kind_of_value_and_names_no_value():
     data = personal()
     email = sorted(data.emails)[0]

@@ -11,7 +11,8 @@ SELECT tables_are(
         'instellingen', 'teller', 'feedaanroep', 'bewijsaanroep',
         'beheeractie', 'receiptgeschiedenis', 'vaststelling', 'beheerrapport',
         'webhookvalidatie', 'onderhoudswerk', 'kek', 'console_sessie', 'verzendtempo',
-        'verzendweigering', 'onverwerkbaar', 'kek_melding', 'notifynl_template'
+        'verzendweigering', 'onverwerkbaar', 'kek_melding', 'notifynl_template',
+        'verzendaandeel'
     ],
     'nmc holds the tables of SPEC §3 (plus quota, partitions, clock, services, settings)'
 );

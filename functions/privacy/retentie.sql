@@ -61,6 +61,7 @@ BEGIN
     DELETE FROM nmc.quotumgebruik AS q WHERE q.venster_start < v_nu - INTERVAL '2 days';
     GET DIAGNOSTICS v_vensters = ROW_COUNT;
     DELETE FROM nmc.verzendbudget AS b WHERE b.venster_start < v_nu - INTERVAL '1 day';
+    DELETE FROM nmc.verzendaandeel AS a WHERE a.uur < v_nu - INTERVAL '2 days';
     DELETE FROM nmc.feedaanroep AS f WHERE f.venster_start < v_nu - INTERVAL '1 hour';
     -- The counts of requests NotifyNL could not render, per DV, berichttype and day.
     DELETE FROM nmc.onverwerkbaar AS o

@@ -23,7 +23,11 @@ DECLARE
     v_k_rang integer [];
     v_k_service text [];
     v_k_verzendbaar boolean [];
+    v_k_dv integer [];
     v_budget record;
+    v_aandeel record;
+    v_kandidaten bigint [];
+    v_service_gekozen bigint [];
     v_toegekend integer;
     v_gekozen bigint [] := '{}';
     v_taken bigint [];
@@ -52,29 +56,55 @@ BEGIN
         coalesce(pg_catalog.array_agg(b.notify_service), '{}'),
         coalesce(pg_catalog.array_agg(
             n.status IN ('aangenomen', 'in-verzending', 'verzonden')
-        ), '{}')
-    INTO v_k_taak, v_k_rang, v_k_service, v_k_verzendbaar
+        ), '{}'),
+        coalesce(pg_catalog.array_agg(n.dv_id), '{}')
+    INTO v_k_taak, v_k_rang, v_k_service, v_k_verzendbaar, v_k_dv
     FROM nmc.lock_due_taken('verzenden', greatest(p_batch, 1)) AS l
     INNER JOIN nmc.taak AS t ON t.id = l.taak_id
     INNER JOIN nmc.notificatie AS n ON n.id = t.notificatie_id
     INNER JOIN nmc.berichttype AS b ON b.dv_id = n.dv_id AND b.code = n.berichttype;
 
     -- Batch = min(backlog, tokens) per service; the cut keeps the round robin (by rank).
-    -- Tasks that will not send (the notification moved on) need no token.
+    -- Tasks that will not send (the notification moved on) need no token. Before the
+    -- tokens, the fair share of the day (nmc.verzendaandeel_ruimte) bounds how many tasks
+    -- of the service's heavy consumers are candidates, so no token is taken and not used.
     FOR v_budget IN
-        SELECT k.service, pg_catalog.count(*)::integer AS aantal
+        SELECT DISTINCT k.service
         FROM unnest(v_k_service, v_k_verzendbaar) AS k (service, verzendbaar)
         WHERE k.verzendbaar
-        GROUP BY k.service ORDER BY k.service
+        ORDER BY k.service
     LOOP
-        v_toegekend := nmc.take_budget(v_budget.service, 'verzenden', v_budget.aantal);
-        v_gekozen := v_gekozen || ARRAY(
-            SELECT k.taak FROM unnest(v_k_taak, v_k_rang, v_k_service, v_k_verzendbaar)
-                AS k (taak, rang, service, verzendbaar)
-            WHERE k.verzendbaar AND k.service = v_budget.service
-            ORDER BY k.rang, k.taak
-            LIMIT v_toegekend
+        -- The service's pace row first (take_budget locks it anyway, until the commit):
+        -- the claims of a service then read and write its shares one after the other.
+        PERFORM 1 FROM nmc.verzendtempo AS v
+        WHERE v.notify_service = v_budget.service AND v.soort = 'verzenden'
+        FOR UPDATE;
+        SELECT * INTO v_aandeel FROM nmc.verzendaandeel_ruimte(v_budget.service);
+        v_kandidaten := ARRAY(
+            SELECT c.taak FROM (
+                SELECT k.taak, k.rang, k.dv = ANY(v_aandeel.zware_dvs) AS zwaar,
+                    pg_catalog.row_number() OVER (
+                        PARTITION BY k.dv = ANY(v_aandeel.zware_dvs) ORDER BY k.rang, k.taak
+                    ) AS volgnummer
+                FROM unnest(v_k_taak, v_k_rang, v_k_service, v_k_verzendbaar, v_k_dv)
+                    AS k (taak, rang, service, verzendbaar, dv)
+                WHERE k.verzendbaar AND k.service = v_budget.service
+            ) AS c
+            WHERE NOT c.zwaar OR c.volgnummer <= v_aandeel.ruimte
+            -- Within a rank the heavy consumers come last: when the pace grants fewer
+            -- tokens than there are DVs, the others' first tasks go before theirs.
+            ORDER BY c.rang, c.zwaar, c.taak
         );
+        CONTINUE WHEN pg_catalog.cardinality(v_kandidaten) = 0;
+        v_toegekend := nmc.take_budget(
+            v_budget.service, 'verzenden', pg_catalog.cardinality(v_kandidaten)
+        );
+        v_service_gekozen := v_kandidaten[1:v_toegekend];
+        PERFORM nmc.boek_verzendaandeel(v_budget.service, ARRAY(
+            SELECT k.dv FROM unnest(v_k_taak, v_k_dv) AS k (taak, dv)
+            WHERE k.taak = ANY(v_service_gekozen)
+        ));
+        v_gekozen := v_gekozen || v_service_gekozen;
     END LOOP;
     v_gekozen := v_gekozen || ARRAY(
         SELECT k.taak FROM unnest(v_k_taak, v_k_verzendbaar) AS k (taak, verzendbaar)

@@ -295,3 +295,66 @@ WHERE n.dv_id = %(dv_id)s::integer AND n.batch_id = ANY(%(batches)s::uuid[])
 
 -- year_dv_ids --
 SELECT d.oin, d.dv_id FROM nmc.dienstverlener AS d
+
+-- ------------------------------------------------------------------------------------
+-- The peak day of one NotifyNL service (nmc_dev.peakday; admin connection): the claim
+-- functions driven directly on the NMC clock, each step one transaction.
+
+-- peakday_service --
+INSERT INTO nmc.notify_service (code, budget_per_minuut, navraag_aandeel, dag_limiet)
+VALUES (%(code)s::text, %(per_minuut)s::integer, 0, %(dag_limiet)s::integer)
+ON CONFLICT (code) DO UPDATE
+SET budget_per_minuut = excluded.budget_per_minuut, navraag_aandeel = 0,
+    dag_limiet = excluded.dag_limiet
+
+-- peakday_at --
+-- The NMC clock to an instant for the rest of the transaction (now() is the transaction's).
+UPDATE nmc.klok SET verschuiving = %(op)s::timestamptz - pg_catalog.now()
+
+-- peakday_intake --
+-- Send tasks with their notificaties as the intake writes them (dummy ciphertext, as
+-- benchmarks/bench_send.py bulk_sends): the guard triggers accept the rows as written.
+WITH bulk AS MATERIALIZED (
+    SELECT pg_catalog.gen_random_uuid() AS id, d.dv
+    FROM unnest(%(dvs)s::integer []) AS d (dv)
+),
+
+event AS (
+    INSERT INTO nmc.event (notificatie_id, dv_id, sequence, van, naar, reden, tijdstip)
+    SELECT b.id, b.dv, 1, NULL, 'aangenomen', NULL, nmc.now() FROM bulk AS b
+),
+
+notificatie AS (
+    INSERT INTO nmc.notificatie (
+        id, dv_id, berichttype, regie, status, reden, versie, geldig_tot, dvref_hmac,
+        pepper_versie, payload_hash, trace_id, ontvanger_versleuteld, gegevens_versleuteld,
+        sleutel_gewrapt, kek_id, aangenomen_op, bijgewerkt_op
+    )
+    SELECT b.id, b.dv, 'aanslag', 'decentraal', 'aangenomen', NULL, 1,
+        nmc.now() + INTERVAL '3 days', pg_catalog.sha256(b.id::text::bytea), 1,
+        pg_catalog.sha256('p'::bytea), '0123456789abcdef0123456789abcdef', '\x01', '\x02',
+        '\x03', 'kek-1', nmc.now(), nmc.now()
+    FROM bulk AS b
+)
+
+INSERT INTO nmc.taak (soort, dv_id, notificatie_id, due, trace_id, aangemaakt_op)
+SELECT 'verzenden', b.dv, b.id, nmc.now(), '0123456789abcdef0123456789abcdef', nmc.now()
+FROM bulk AS b
+
+-- peakday_claim --
+SELECT c.taak_id, c.claim_epoch, c.dv_id
+FROM nmc.claim_verzenden('piekdag', %(batch)s::integer) AS c
+
+-- peakday_finish --
+SELECT pg_catalog.count(*) AS afgerond
+FROM nmc.finish_verzenden_batch(
+    %(taak_ids)s::bigint [], %(claim_epochs)s::integer [],
+    ARRAY(SELECT 'verzonden'::text FROM unnest(%(taak_ids)s::bigint [])),
+    ARRAY(SELECT pg_catalog.gen_random_uuid() FROM unnest(%(taak_ids)s::bigint [])),
+    NULL
+) AS r
+
+-- peakday_tat --
+-- The pace's theoretical arrival time of the next send (GCRA), NULL before any take.
+SELECT v.tat FROM nmc.verzendtempo AS v
+WHERE v.notify_service = %(code)s::text AND v.soort = 'verzenden'

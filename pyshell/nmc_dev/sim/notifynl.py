@@ -27,12 +27,15 @@ anything else is delivered.
 
 Test hooks under /_sim/: `faults` (POST/GET/DELETE: error_rate per status code, latency_ms,
 timeout_rate, accept_timeout_rate, duplicate_rate, reorder, lose_rate), `config` (callback
-URL and token, retention, delays), `clock` (moves the clock that retention and timestamps
-read; the token check keeps the real clock), `sent`, `requests`, `callbacks`, `reset`, `forget` (the
-request and callback logs and the notifications past retention: for long runs), `weigering`
-(POST/GET/DELETE: from now on refuse sends as NotifyNL refuses them, with its exact body, one
-of `REFUSALS` — a team-only key, a deleted template, Missing personalisation after a template
-edit, … — optionally only for some templates or services).
+URL and token, retention, delays), `clock` (moves the clock that retention, timestamps and the
+limits read; the token check keeps the real clock), `limits` (every refusal of the rate and
+daily limits per service, injected faults apart: nmc_dev.sim.notifynl_limits), `sent`,
+`requests`, `callbacks`, `reset`, `forget` (the request and callback logs and the
+notifications past retention: for long runs), `weigering` (POST/GET/DELETE: from now on
+refuse sends as NotifyNL refuses them, with its exact body, one of `REFUSALS` — a team-only
+key, a deleted template, Missing personalisation after a template edit, … — optionally only
+for some templates or services). The rate limit (`rate_limit`, `rate_limits` per service,
+`rate_limit_mode` window or bucket) and the daily limit (`day_limit`) are set through `config`.
 """
 
 import asyncio
@@ -56,6 +59,7 @@ from starlette.types import Receive, Scope, Send
 
 from nmc_dev.sim.notifynl_auth import AuthError, SimKey, authenticate
 from nmc_dev.sim.notifynl_templates import SimTemplate, SimTemplates, missing, missing_message
+from nmc_dev.sim.notifynl_limits import MODES, Limits, rate_limit_message
 
 SEVEN_DAYS_S = 7 * 24 * 3600.0
 ALLOWED_PROPERTIES = frozenset(
@@ -205,6 +209,12 @@ class SimConfig:
     # NotifyNL's daily e-mail limit of every service (None: none), per UTC day of the
     # simulator's clock; the send past it is a 429 TooManyRequestsError.
     day_limit: int | None = None
+    # NotifyNL's rate limit (requests per 60 s) of every service, or per service id in
+    # `rate_limits` (None: none), counted as the fork does (`window`) or upstream (`bucket`):
+    # nmc_dev.sim.notifynl_limits. A refusal is a 429 RateLimitError.
+    rate_limit: int | None = None
+    rate_limits: dict[str, int] = field(default_factory=dict)
+    rate_limit_mode: str = "window"
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -251,6 +261,7 @@ class NotifySim:
         self.sends_per_address: Counter[str] = Counter()
         # Sends counted against each service's UTC day (config.day_limit).
         self.sent_per_day: Counter[tuple[str, date]] = Counter()
+        self.limits = Limits()
         self.requests: list[dict[str, Any]] = []
         self.callbacks: list[dict[str, Any]] = []
         self.templates.reset()
@@ -295,6 +306,7 @@ class NotifySim:
             Route("/_sim/config", self._set_config, methods=["GET", "POST"]),
             Route("/_sim/clock", self._clock, methods=["POST"]),
             Route("/_sim/sent", self._sent, methods=["GET"]),
+            Route("/_sim/limits", self._limits, methods=["GET"]),
             Route("/_sim/requests", self._requests, methods=["GET"]),
             Route("/_sim/callbacks", self._callbacks, methods=["GET"]),
             Route("/_sim/reset", self._reset, methods=["POST"]),
@@ -341,6 +353,7 @@ class NotifySim:
         for status_code, rate in sorted(faults.error_rate.items()):
             if roll < rate:
                 entry["status"] = status_code
+                self.limits.fault_injected(status_code)
                 error, message = ERROR_TYPES.get(status_code, ("Exception", "Service unavailable"))
                 return _error(status_code, error, message)
             roll -= rate
@@ -369,7 +382,8 @@ class NotifySim:
         if refused is not None:
             return refused
         entry = request.state.sim_entry
-        over_limit = self._day_limit_refusal(request.state.sim_service)
+        service_id = request.state.sim_service
+        over_limit = self._rate_limit_refusal(service_id) or self._day_limit_refusal(service_id)
         if over_limit is not None:
             entry["status"] = 429
             return over_limit
@@ -470,6 +484,18 @@ class NotifySim:
 
     # ---------------------------------------------------------------- sending
 
+    def _rate_limit(self, service_id: str) -> int | None:
+        return self.config.rate_limits.get(service_id, self.config.rate_limit)
+
+    def _rate_limit_refusal(self, service_id: str) -> Response | None:
+        """NotifyNL's rate limit of the service, checked before its daily limit as NotifyNL
+        does (a refused request is not counted against the day)."""
+        rate = self._rate_limit(service_id)
+        moment = self.now().timestamp()
+        if self.limits.admit(service_id, rate, self.config.rate_limit_mode, moment):
+            return None
+        return _error(429, "RateLimitError", rate_limit_message(rate or 0))
+
     def _day_limit_refusal(self, service_id: str) -> Response | None:
         """NotifyNL's daily limit, checked before the request's content as NotifyNL does;
         counts this send against the service's UTC day when it is let through."""
@@ -478,6 +504,7 @@ class NotifySim:
             return None
         day = (service_id, self.now().date())
         if self.sent_per_day[day] >= limit:
+            self.limits.day_refused(service_id)
             return _error(
                 429, "TooManyRequestsError", f"Exceeded send limits (email: {limit}) for today"
             )
@@ -794,6 +821,8 @@ class NotifySim:
             unknown = set(data) - known
             if unknown:
                 return JSONResponse({"error": f"unknown: {sorted(unknown)}"}, status_code=400)
+            if data.get("rate_limit_mode", "window") not in MODES:
+                return JSONResponse({"error": f"rate_limit_mode: one of {MODES}"}, status_code=400)
             for name, value in data.items():
                 setattr(self.config, name, value)
         shown = asdict(self.config)
@@ -829,6 +858,13 @@ class NotifySim:
                 "per_service": per_service,
                 "notifications": items,
             }
+        )
+
+    async def _limits(self, request: Request) -> Response:
+        """Every refusal of NotifyNL's limits per service and the injected faults apart."""
+        return JSONResponse(
+            self.limits.snapshot(self.config.rate_limit, self.config.rate_limit_mode)
+            | {"rate_limits": self.config.rate_limits, "day_limit": self.config.day_limit}
         )
 
     async def _requests(self, request: Request) -> Response:

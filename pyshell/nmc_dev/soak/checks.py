@@ -8,7 +8,7 @@ so that a test can hand them a crafted violation and see each one fail.
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol, TextIO
+from typing import Any, Protocol, TextIO
 
 from nmc_dev.demo.display import table
 from nmc_dev.soak.evidence import EventRow, NotificatieRow, SendLog
@@ -340,6 +340,33 @@ def duplicates(counts: InFlight, sends_per_reference: Mapping[str, int]) -> list
         f"{sum(sends_per_reference.values())} received, {sum(counts.logged_calls.values())} logged"
     )
     return [bound, complete]
+
+
+# ---------------------------------------------------------------------------------------
+# NotifyNL's limits
+
+
+def notifynl_limits(limits: Mapping[str, Any]) -> Verdict:
+    """No RateLimitError caused by the NMC's own pace: the simulator limits every service as
+    NotifyNL does (its /_sim/limits counts each refusal per service); the 429s the soak
+    injects as faults are counted apart there and are no violation. A simulator that limited
+    nothing would prove nothing, so that fails too."""
+    verdict = Verdict("no RateLimitError of NotifyNL caused by the NMC's own pace")
+    rate, mode = limits.get("rate_limit"), limits.get("rate_limit_mode")
+    if rate is None and not limits.get("rate_limits"):
+        verdict.violation("the simulator applied no rate limit")
+    refused = limits.get("refused", {})
+    for service, count in sorted(refused.get("RateLimitError", {}).items()):
+        if count:
+            verdict.violation(f"service {service}: {count} RateLimitErrors")
+    admitted = sum(limits.get("admitted", {}).values())
+    injected = limits.get("injected", {})
+    verdict.figure = (
+        f"{admitted} sends within NotifyNL's rate limit ({mode}, {rate} per 60 s); "
+        f"{sum(refused.get('TooManyRequestsError', {}).values())} TooManyRequestsErrors; "
+        f"injected apart: {', '.join(f'{n}x {c}' for c, n in sorted(injected.items())) or 'none'}"
+    )
+    return verdict
 
 
 # ---------------------------------------------------------------------------------------

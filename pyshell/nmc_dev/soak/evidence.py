@@ -80,6 +80,7 @@ class SimEvidence:
     duplicated_callbacks: int  # receipts sent more than once
     profielservice_answers: Counter[str]
     ldv_records: list[Any]
+    limits: dict[str, Any]  # NotifyNL's refusals per limit and service, injected faults apart
     # Per attempt the refusals switched on at NotifyNL (/_sim/weigering) its sends met.
     refused: dict[str, set[str]] = field(default_factory=dict)
 
@@ -154,6 +155,7 @@ def read_simulators(notifynl_url: str, profielservice_url: str, ldv_url: str) ->
         sent = http.get(notifynl_url + "/_sim/sent").json()
         requests = http.get(notifynl_url + "/_sim/requests").json()
         callbacks = http.get(notifynl_url + "/_sim/callbacks").json()["callbacks"]
+        limits = http.get(notifynl_url + "/_sim/limits").json()
         profiel = http.get(profielservice_url + "/_sim/requests").json()
         ldv = http.get(ldv_url + "/ldv/v1/records").json()
     sends = [r for r in requests if r["method"] == "POST" and r["path"].endswith("/email")]
@@ -173,6 +175,7 @@ def read_simulators(notifynl_url: str, profielservice_url: str, ldv_url: str) ->
         profielservice_answers=Counter(str(r["status"] or "hung") for r in profiel),
         ldv_records=ldv if isinstance(ldv, list) else ldv.get("records", []),
         refused=refused,
+        limits=limits,
     )
 
 
