@@ -58,8 +58,8 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from nmc_dev.sim.notifynl_auth import AuthError, SimKey, authenticate
-from nmc_dev.sim.notifynl_templates import SimTemplate, SimTemplates, missing, missing_message
 from nmc_dev.sim.notifynl_limits import MODES, Limits, rate_limit_message
+from nmc_dev.sim.notifynl_templates import SimTemplate, SimTemplates, missing, missing_message
 
 SEVEN_DAYS_S = 7 * 24 * 3600.0
 ALLOWED_PROPERTIES = frozenset(
