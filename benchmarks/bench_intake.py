@@ -326,18 +326,10 @@ def start_api(env: dict[str, str], port: int, workers: int) -> subprocess.Popen:
     raise SystemExit("nmc api did not answer within 30 s")
 
 
-# When set (benchmarks/bench_lifecycle.py, on its own cluster): process_cpu(None) counts this
-# postmaster and its children only, not every PostgreSQL on a machine shared with others.
-postmaster: int | None = None
-
-
 def process_cpu(pid: int | None) -> float:
     """CPU seconds (user + system) of a process and its children (uvicorn workers), or with
     None of every PostgreSQL process (backends, WAL writer, checkpointer: all of the
-    cluster's work; only `postmaster`'s when that is set), from /proc (Linux); 0 where
-    unavailable."""
-    if pid is None and postmaster is not None:
-        return process_cpu(postmaster)
+    cluster's work), from /proc (Linux); 0 where unavailable."""
     total = 0.0
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:

@@ -1,6 +1,6 @@
 -- The send claim: budget, and the claim as a transition under the row lock.
 BEGIN;
-SELECT plan(32);
+SELECT plan(29);
 \ir fixtures/setup.sql
 
 -- First send: aangenomen -> in-verzending with attempt 1.
@@ -256,32 +256,6 @@ SELECT set_eq(
     ),
     'SELECT poging_id, notificatie_id, poging_nummer, claim_epoch, ''gepland'' FROM mix',
     'each handed-out send has its gepland attempt carrying the claim''s epoch'
-);
-
--- Nothing due and no lease lapsed: the claim returns before its statements planned per call
--- (force_custom_plan). An idle worker polls it twice a second; an empty claim cost about
--- 1 ms of CPU, most of an idle stack's (benchmarks/bench_lifecycle.py).
-DELETE FROM nmc.taak WHERE soort = 'verzenden';
-SET LOCAL track_functions = 'all';
-SELECT is(
-    (SELECT count(*)::integer FROM nmc.claim_verzenden('leeg', 20)), 0,
-    'nothing due: nothing claimed'
-);
-SELECT is(
-    coalesce(pg_stat_get_xact_function_calls(
-        'nmc.lock_due_taken(nmc.taak_soort, integer)'::regprocedure
-    ), 0),
-    0::bigint,
-    'nothing due: the claim does not even look for tasks'
-);
-SELECT pg_temp.nieuwe_notificatie(p_dvref => 'na-leeg') AS na_leeg \gset
-SELECT is(
-    (
-        SELECT count(*)::integer FROM nmc.claim_verzenden('leeg', 20) AS c
-        WHERE c.notificatie_id = :'na_leeg'
-    ),
-    1,
-    'a task due again: the next claim takes it'
 );
 
 SELECT * FROM finish();

@@ -37,19 +37,6 @@ DECLARE
     v_pogingen uuid [];
     v_nummers smallint [];
 BEGIN
-    -- Nothing due and no lease lapsed: nothing to claim (what nmc.lock_due_taken looks for).
-    -- Said first and cheaply: under force_custom_plan every statement below is planned on
-    -- every call, and an idle worker's empty claim, twice a second, cost about 1 ms of CPU.
-    IF NOT EXISTS (
-        SELECT 1 FROM nmc.taak AS t
-        WHERE t.soort = 'verzenden' AND t.staat = 'open' AND t.due <= v_nu
-    ) AND NOT EXISTS (
-        SELECT 1 FROM nmc.taak AS t
-        WHERE t.soort = 'verzenden' AND t.staat = 'claimed' AND t.lease_tot < v_nu
-    ) THEN
-        RETURN;
-    END IF;
-
     SELECT
         coalesce(pg_catalog.array_agg(l.taak_id), '{}'),
         coalesce(pg_catalog.array_agg(l.rang), '{}'),

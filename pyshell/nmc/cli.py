@@ -245,7 +245,6 @@ def worker_command(args: argparse.Namespace, settings: Settings) -> int:
         batch=args.batch,
         concurrency=args.concurrency,
         poll_interval=args.poll_interval,
-        poll_max_interval=args.poll_max_interval,
         metrics_port=args.metrics_port,
         metrics_host=args.metrics_host,
     )
@@ -266,16 +265,7 @@ def _add_worker_command(commands: argparse._SubParsersAction) -> None:
         "--concurrency", type=int, default=20, help="tasks worked at once per kind (20)"
     )
     worker.add_argument(
-        "--poll-interval",
-        type=float,
-        default=0.5,
-        help="seconds to sleep after a round with less than a batch (0.5)",
-    )
-    worker.add_argument(
-        "--poll-max-interval",
-        type=float,
-        help="an idle kind's sleep doubles per empty round up to this many seconds "
-        "(8 x --poll-interval: 4)",
+        "--poll-interval", type=float, default=0.5, help="seconds to sleep when idle (0.5)"
     )
     worker.add_argument(
         "--metrics-port",

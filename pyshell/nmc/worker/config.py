@@ -70,9 +70,6 @@ KIND_ALIASES = {"reconcilieren": "reconciliëren", "navraag": "reconciliëren"}
 DEFAULT_NOTIFYNL_URL = "https://api.notifynl.nl"
 
 
-POLL_BACKOFF_FACTOR = 8
-
-
 @dataclass(frozen=True)
 class WorkerConfig:
     database_url: str
@@ -86,9 +83,6 @@ class WorkerConfig:
     batch: int = 20
     concurrency: int = 20
     poll_interval: float = 0.5
-    # An idle kind's wait doubles per empty round up to this (nmc.worker.loop.Backoff); None:
-    # POLL_BACKOFF_FACTOR times poll_interval (4 s by default; a test's fast poll stays fast).
-    poll_max_interval: float | None = None
     pool_size: int | None = None
     prepare_threshold: int | None = 5
     metrics_port: int | None = None  # None: no operations listener
@@ -110,18 +104,9 @@ class WorkerConfig:
             raise NmcError("--batch and --concurrency must be at least 1")
         if self.poll_interval <= 0:
             raise NmcError("--poll-interval must be positive")
-        if self.poll_max_interval is not None and self.poll_max_interval < self.poll_interval:
-            raise NmcError("--poll-max-interval must be at least --poll-interval")
         if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
             raise NmcError("the metrics port must be between 0 and 65535")
         Adresbeleid.parse(self.webhook_toegestane_netwerken)  # NmcError when malformed
-
-    @property
-    def poll_cap(self) -> float:
-        """The longest wait of an idle kind that backs off (seconds)."""
-        if self.poll_max_interval is not None:
-            return self.poll_max_interval
-        return POLL_BACKOFF_FACTOR * self.poll_interval
 
     @classmethod
     def from_env(

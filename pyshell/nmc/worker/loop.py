@@ -5,12 +5,8 @@ reconciliëren, ongeldig-melden, terugkoppelen) claim a batch (its own committed
 and work the claimed tasks concurrently, at most `concurrency` at a time, claiming again once
 half a batch of slots is free. SQL-only kinds (receipt, vaststellen, controle, wissen,
 onderhoud) make one call per round (onderhoud: one per maintenance job that is due). An idle
-loop sleeps (polling is the truth; no LISTEN/NOTIFY, no session advisory locks, so PgBouncer
-in transaction mode works): `poll_interval` after a round that found work, doubled per empty
-round in a row up to `poll_cap` (Backoff). An idle stack's empty rounds were most of
-its CPU (benchmarks/bench_lifecycle.py); a kind with work keeps polling at the interval, and
-verzenden always does: its pickup latency is what a DV waits for (with a back-off too, the
-lifecycle benchmark's pickup p50 grew from 238 to 300 ms).
+loop sleeps `poll_interval` (polling is the truth; no LISTEN/NOTIFY, no session advisory
+locks, so PgBouncer in transaction mode works).
 
 SIGTERM/SIGINT: stop claiming, finish what is held (bounded by the lease), exit 0.
 """
@@ -76,17 +72,13 @@ class Kind:
     handle: Callable[[Context, object], Awaitable[str]] | None = None
     process: Callable[[Context, int], Awaitable[int]] | None = None
     batch: int | None = None  # fixed batch (the watchdog claims one)
-    # Idle rounds back off (Backoff) unless a DV waits for the kind: a send's pickup.
-    backs_off: bool = True
 
 
 def kinds() -> dict[str, Kind]:
     webhook = terugkoppelen.Terugkoppelen()
     rapport = beheerrapport.Beheerrapport()
     return {
-        verzenden.SOORT: Kind(
-            verzenden.SOORT, claim=verzenden.claim, handle=verzenden.handle, backs_off=False
-        ),
+        verzenden.SOORT: Kind(verzenden.SOORT, claim=verzenden.claim, handle=verzenden.handle),
         receipt.SOORT: Kind(receipt.SOORT, process=receipt.process),
         navraag.SOORT: Kind(navraag.SOORT, claim=navraag.claim, handle=navraag.handle),
         vaststellen.SOORT: Kind(vaststellen.SOORT, process=vaststellen.process),
@@ -126,20 +118,6 @@ async def check_ring_holds_live_keks(db: Database, ring: KekRing) -> None:
 def eigenaar() -> str:
     """Lease owner: host, pid and a random part (two workers never share one)."""
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"[:200]
-
-
-class Backoff:
-    """The wait before one kind's next round: `first` after a round that found work (less
-    than a batch), doubled per empty round in a row, at most `cap`."""
-
-    def __init__(self, first: float, cap: float) -> None:
-        self.first = first
-        self.cap = max(cap, first)
-        self.empty = 0  # empty rounds in a row
-
-    def after(self, found_work: bool) -> float:
-        self.empty = 0 if found_work else self.empty + 1
-        return min(self.cap, self.first * 2 ** max(0, self.empty - 1))
 
 
 class Worker:
@@ -322,7 +300,6 @@ class Worker:
         batch, concurrency = self.config.batch, self.config.concurrency
         threshold = max(1, min(batch, concurrency // 2))
         inflight: set[asyncio.Task] = set()
-        backoff = self._backoff(kind)
         while not self._stopping.is_set():
             free = concurrency - len(inflight)
             if inflight and free < threshold:
@@ -341,9 +318,7 @@ class Worker:
                 inflight.add(task)
                 task.add_done_callback(inflight.discard)
             if not claimed:
-                await self._idle(backoff.after(found_work=False))
-            else:
-                backoff.after(found_work=True)
+                await self._idle()
         if inflight:
             _, late = await asyncio.wait(inflight, timeout=SHUTDOWN_GRACE_S)
             for task in late:
@@ -351,7 +326,6 @@ class Worker:
 
     async def _process_loop(self, kind: Kind) -> None:
         batch = kind.batch or self.config.batch
-        backoff = self._backoff(kind)
         while not self._stopping.is_set():
             started = time.perf_counter()
             try:
@@ -362,17 +336,12 @@ class Worker:
             else:
                 self.metrics.round(kind.soort, time.perf_counter() - started)
                 self.metrics.tasks_done(kind.soort, "verwerkt", done)
-            wait = backoff.after(found_work=done > 0)
             if done < batch:
-                await self._idle(wait)
+                await self._idle()
 
-    def _backoff(self, kind: Kind) -> Backoff:
-        cap = self.config.poll_cap if kind.backs_off else self.config.poll_interval
-        return Backoff(self.config.poll_interval, cap)
-
-    async def _idle(self, seconds: float) -> None:
+    async def _idle(self) -> None:
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopping.wait(), timeout=seconds)
+            await asyncio.wait_for(self._stopping.wait(), timeout=self.config.poll_interval)
 
     async def _handle(self, kind: Kind, taak) -> None:
         """Work one claimed task, counted in flight and by the outcome word it returns."""
