@@ -24,7 +24,6 @@ to prove the NMC's own upkeep (maintenance as tasks, run by every worker) keeps 
    day-by-day figures written to $NMC_HOME/year/year.json); exit 1 on any violation.
 """
 
-import itertools
 import json
 import signal
 import sys
@@ -47,7 +46,6 @@ from nmc.config import Settings
 from nmc.errors import NmcError
 from nmc.kek_ring import new_kek_ring
 from nmc.webhook_validatie import ALLOWED_NETWORKS_ENV, Adresbeleid
-from nmc.worker.config import WorkerConfig
 from nmc_client import NmcClient
 from nmc_dev.demo.display import Display
 from nmc_dev.embedded_db import EmbeddedCluster, Status
@@ -198,9 +196,7 @@ def run(settings: Settings, options: YearOptions, out: TextIO = sys.stdout) -> i
         workers=shape.replicas,
         state_dir=home / "stack",
         database=DATABASE,
-        # An idle kind's poll backs off to 4 s of real time, days of the simulated year: the
-        # year's workers keep the shipped fixed poll (a simulation deviation, README).
-        worker_args=(*shape.args, "--poll-max-interval", _poll_interval(shape.args)),
+        worker_args=shape.args,
         # The compose workers' settings, and (wiring, as the URLs are) the webhook DVs'
         # receiver on this machine's loopback, which a webhook may not point at otherwise.
         child_env={**shape.settings, ALLOWED_NETWORKS_ENV: LOOPBACK_NETWORK},
@@ -917,14 +913,6 @@ def _day_jobs(notificaties: list[workload.Notificatie]) -> list[list[workload.No
         if not n.single:
             groups.setdefault((n.dv.oin, n.scenario.regie), []).append(n)
     return [*groups.values(), *jobs]
-
-
-def _poll_interval(args: tuple[str, ...]) -> str:
-    """The workers' --poll-interval as docker-compose.yml gives it (else the worker's default)."""
-    for flag, value in itertools.pairwise(args):
-        if flag == "--poll-interval":
-            return value
-    return str(WorkerConfig.poll_interval)
 
 
 def _kek_text(rows: list[dict]) -> str:
