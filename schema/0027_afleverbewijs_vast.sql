@@ -1,4 +1,4 @@
--- The delivery proof stays as it was once final (issue 23 items 2 and 4): what it names is
+-- The delivery proof stays as it was once final: what it names is
 -- written down when it happens, not read live at every request. Re-onboarding a DV with
 -- another name, or its berichttype with another NotifyNL template, must not rewrite the
 -- proof of a notification accepted or sent before. A forced transition is named in the

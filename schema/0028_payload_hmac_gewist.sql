@@ -1,4 +1,4 @@
--- Erasure clears the keyed payload HMAC too (issue 23 item 18). The payload pepper is on every
+-- Erasure clears the keyed payload HMAC too. The payload pepper is on every
 -- API pod: with it and the database (or a backup) anyone could still confirm a guessed
 -- recipient of an erased notification, for as long as its row is kept (the delivery-proof
 -- retention). The HMAC serves idempotency only (same dvRef, same payload); after the erase
@@ -23,7 +23,7 @@ COMMENT ON COLUMN nmc.notificatie.payload_hash IS
 'is erased, keyed or not (a replay of it is then answered as another payload): kept, it '
 'would let the holder of the pepper confirm a guessed recipient.';
 
--- A per-DV call rate for the delivery proof and the history (issue 23 item 12): each proof is
+-- A per-DV call rate for the delivery proof and the history: each proof is
 -- signed and each answer writes an LDV record. Counted like the feed's calls
 -- (nmc.feedaanroep), in a table of their own so that a DV polling its feed does not use up
 -- its proofs, nor the other way round.
@@ -46,7 +46,7 @@ COMMENT ON TABLE nmc.bewijsaanroep IS
 'aanroeplimiet-overschreden). Retention: windows older than an hour are removed by '
 'maintenance (nmc.delete_expired).';
 
--- The re-wrap target follows the workers, not one of them (issue 23 item 14). Before, the
+-- The re-wrap target follows the workers, not one of them. Before, the
 -- first report of a KEK by any worker made it the target at once, so one worker with a new
 -- ring moved every key to a KEK the others may not hold. Now each worker's last report is
 -- kept (nmc.kek_melding), and the target moves to a newer KEK only when every worker that

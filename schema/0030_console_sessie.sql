@@ -1,4 +1,4 @@
--- The console's sessions (issue 23 item 16): held in the database, so every console replica
+-- The console's sessions: held in the database, so every console replica
 -- knows every session, a logout ends one for good, and the audit trail's operator is the
 -- session's, not a name the console process passes along. The cookie carries only a random
 -- session id; the table holds its SHA-256.

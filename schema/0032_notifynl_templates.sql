@@ -1,4 +1,4 @@
--- The NotifyNL templates of the berichttypen, known to the NMC (issue 24): per template (of
+-- The NotifyNL templates of the berichttypen, known to the NMC: per template (of
 -- a Notify service) its placeholder names and version as NotifyNL last answered them, so
 -- the intake can refuse a notification whose berichtgegevens lack a placeholder, and a
 -- template that disappeared makes its berichttypen unavailable. Read by `nmc admin dv apply`

@@ -1,5 +1,5 @@
-"""The DV client's content checks of a delivery proof beyond its signature and chain
-(issue 23 item 11): a `definitief-bezorgd` proof must carry its evidence (a settlement of a
+"""The DV client's content checks of a delivery proof beyond its signature and chain: a
+`definitief-bezorgd` proof must carry its evidence (a settlement of a
 delivered attempt with a delivered receipt, the settlement term between them), a forced
 transition must be its event and never into a delivered status, and `iat` must be a past
 whole second. Each proof here is signed with a test key, so only the content is wrong."""

@@ -185,7 +185,7 @@ def secret_files_mounted(service: dict[str, Any]) -> set[str] | None:
 
 
 def test_only_the_api_sees_the_proof_key_and_only_the_workers_the_webhook_key(services):
-    """Issue 23 item 3: the workers sign webhook calls, the API signs proofs and publishes the
+    """The workers sign webhook calls, the API signs proofs and publishes the
     webhook ring's public keys."""
     [api] = by_command(services, "api")
     [worker] = by_command(services, "worker")

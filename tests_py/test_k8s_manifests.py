@@ -202,7 +202,7 @@ def mounted_secret_files(workload: dict[str, Any], container: dict[str, Any]) ->
 
 def test_only_the_api_holds_the_proof_key_and_only_the_worker_the_webhook_key(documents):
     """Every worker signs webhook calls, the API signs proofs: a pod holds its own ring only,
-    the API the webhook ring's public keys (issue 23 item 3)."""
+    the API the webhook ring's public keys."""
     holders = {"afleverbewijs-signing.json": "api", "webhook-signing.json": "worker"}
     seen = set()
     for name, workload, container in containers(documents):

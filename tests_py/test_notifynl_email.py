@@ -1,4 +1,4 @@
-"""NotifyNL's e-mail address rule, as nmc.notifynl_email reimplements it (issue 24 item 3).
+"""NotifyNL's e-mail address rule, as nmc.notifynl_email reimplements it.
 
 NotifyNL answers `400 ValidationError: email_address Not a valid email address` for what
 GOV.UK Notify's notifications-utils (`recipient_validation/email_address.py`) refuses. The

@@ -169,7 +169,7 @@ def test_intake_responses(doc):
 
 
 def test_intake_answers_422_for_the_template_refusals_with_examples(doc):
-    """Issue 24: missing placeholders and an unavailable berichttype, each its own type."""
+    """Missing placeholders and an unavailable berichttype, each its own type."""
     param = doc["components"]["schemas"]["InvalidParam"]
     assert set(param["required"]) == {"name", "code", "reason"}
     assert "invalidParams" in doc["components"]["schemas"]["Problem"]["properties"]

@@ -94,7 +94,7 @@ def worker_ready_as_worker(conn: psycopg.Connection) -> bool:
 
 
 def test_worker_ready_checks_every_function_the_worker_calls(conn: psycopg.Connection):
-    """Issue 23 item 15: a function any worker query calls that is gone (or not the
+    """A function any worker query calls that is gone (or not the
     worker's to execute) makes the worker unready, not only the first few."""
     from nmc.queries import worker_functions
 

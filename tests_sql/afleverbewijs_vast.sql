@@ -1,4 +1,4 @@
--- The delivery proof rests on evidence and stays put once final (issue 23 items 2 and 4):
+-- The delivery proof rests on evidence and stays put once final:
 -- no operator forces a notification into bezorgd or definitief-bezorgd, the watchdog never
 -- settles without a delivery time, a proof names every forced transition (who, when, why),
 -- and after the final status nothing changes the proof but uitgegevenOp: no late receipt,

@@ -1,4 +1,4 @@
--- The call rate of the delivery proof and the history (issue 23 item 12): per DV and minute,
+-- The call rate of the delivery proof and the history: per DV and minute,
 -- counted in nmc.bewijsaanroep by nmc.take_bewijs_aanroep, which get_afleverbewijs and
 -- get_geschiedenis call first; beyond instellingen.bewijs_aanroepen_per_minuut NM019 with
 -- the seconds to the window's end (the API's 429 and Retry-After), as for the feed.

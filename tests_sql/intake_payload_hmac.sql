@@ -131,7 +131,7 @@ SELECT is(
 
 -- Erasure: the payload hash goes with the data key, unkeyed or keyed: the payload pepper is on
 -- every pod, so a kept HMAC would let anyone with it and the database confirm a guessed
--- recipient for as long as the row is kept (issue 23 item 18).
+-- recipient for as long as the row is kept.
 SELECT pg_temp.naar_status(:'oud', 'niet-bezorgbaar');
 SELECT pg_temp.naar_status(:'id', 'niet-bezorgbaar');
 SELECT nmc.advance_clock('7 days');

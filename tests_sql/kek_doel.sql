@@ -1,4 +1,4 @@
--- The re-wrap target follows every live worker, not one (issue 23 item 14): each worker's last
+-- The re-wrap target follows every live worker, not one: each worker's last
 -- report is kept (nmc.kek_melding); the target moves to a newer KEK only once every worker that
 -- reported in the last three minutes reports it, never back to an older one. And the KEKs that
 -- still wrap live keys, for the worker's start-up check (nmc.kek_ids_levend).

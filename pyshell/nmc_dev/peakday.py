@@ -1,4 +1,4 @@
-"""The peak day of one NotifyNL service (issue 25; docs/dag-aandeel.md): a service with a day
+"""The peak day of one NotifyNL service (docs/dag-aandeel.md): a service with a day
 of D sends and a rate of R a minute; DV A submits 1.6 x D at 08:00 UTC in batches, 20 small
 DVs a few a minute each from 08:00 to 18:00. Proves the pace (never more than R in any 60 s),
 the day (never more than D a UTC day), the fair share (the small DVs are sent all day, also

@@ -1,4 +1,4 @@
-"""The delivery proof and the history have a per-DV call rate (issue 23 item 12).
+"""The delivery proof and the history have a per-DV call rate.
 
 Each proof is signed and each page of either writes an LDV record: like the feed, the calls of
 one DV are counted per minute in the database (nmc.bewijsaanroep, the setting

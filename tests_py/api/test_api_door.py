@@ -1,4 +1,4 @@
-"""What the API's door refuses, found by probing it as a black box (issue 24): names the caller
+"""What the API's door refuses, found by probing it as a black box: names the caller
 made up are never echoed, HEAD does no work, and a body is `application/json` in UTF-8 only.
 """
 

@@ -1,4 +1,4 @@
-"""The intake against the berichttype's NotifyNL template (issue 24): a notification whose
+"""The intake against the berichttype's NotifyNL template: a notification whose
 berichtgegevens lack a placeholder is refused with 422 `ontbrekende-personalisatie` listing
 the missing names (invalidParams, names only), single and per batch item; a berichttype
 whose template is gone is refused with 422 `berichttype-niet-beschikbaar`."""

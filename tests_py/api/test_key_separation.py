@@ -1,4 +1,4 @@
-"""Proof keys and webhook keys are apart (issue 23 item 3).
+"""Proof keys and webhook keys are apart.
 
 Every worker holds the webhook ring; only the API holds the proof ring. So a proof must verify
 only under a key the published JWKS marks as a proof key, and a webhook token only under a

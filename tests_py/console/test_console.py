@@ -304,7 +304,7 @@ def test_nmc_console_serves_on_its_own_port(console_env, data: Populated, tmp_pa
 
 
 # ---------------------------------------------------------------------------------------------
-# Issue 23 item 16: replicas, a proxy, logout, who acts, what can be forced
+# Replicas, a proxy, logout, who acts, what can be forced
 
 
 def test_a_failed_task_links_a_forced_transition_only_when_there_is_one(client, data: Populated):

@@ -198,7 +198,7 @@ def test_the_partition_job_defers_behind_a_slow_reader_and_intake_goes_on(intake
 async def test_a_worker_whose_ring_lacks_a_kek_with_live_keys_does_not_start(
     worker_config, intake, conn
 ):
-    """Issue 23 item 14: a send of a key under a KEK the ring lacks fails for good, so a
+    """A send of a key under a KEK the ring lacks fails for good, so a
     worker of such a ring refuses to start, naming the KEK (an id), rather than run."""
     import pytest
 
@@ -214,7 +214,7 @@ async def test_a_worker_whose_ring_lacks_a_kek_with_live_keys_does_not_start(
 async def test_one_workers_new_kek_does_not_move_the_target_for_the_rest(
     worker, worker_config, ring, ring_document, intake, conn
 ):
-    """Issue 23 item 14: the re-wrap target moves to a newer KEK only once every live worker
+    """The re-wrap target moves to a newer KEK only once every live worker
     reports it active; one worker with a new ring among others of the old does not move it."""
     intake("bezorgd+doel@voorbeeld.nl")
     kek_a = ring.active_id
@@ -267,7 +267,7 @@ def template_row(conn) -> tuple:
 async def test_the_templates_job_reads_each_berichttypes_template_and_keeps_it_current(
     worker, sim, dv_id, conn
 ):
-    """Issue 24: the worker reads the template with the service's key; SQL records it. An
+    """The worker reads the template with the service's key; SQL records it. An
     edit is read at the next run (at once after nmc.markeer_template_verouderd), a template
     that disappears makes its berichttype unavailable."""
     edit = {"template_id": TEMPLATE_ID, "subject": "Aanslag ((Naam))", "body": "((datum-besluit))"}

@@ -118,7 +118,7 @@ def test_a_configured_template_without_edits_has_no_placeholders(notifynl, sims)
 
 
 async def test_the_attempt_keeps_the_version_notifynl_rendered(sim, worker, intake, conn):
-    """Issue 24 item 5: the 201's template.version, on the attempt, in the delivery proof."""
+    """The 201's template.version, on the attempt, in the delivery proof."""
     for body in ("Beste ((naam)).", "Hallo ((naam))."):
         httpx.post(
             f"{sim.notifynl_url}/_sim/templates",
@@ -133,7 +133,7 @@ async def test_the_attempt_keeps_the_version_notifynl_rendered(sim, worker, inta
 
 
 def test_the_beheer_report_names_the_unavailable_berichttypen():
-    """Issue 24: the DV's beheer report says which berichttypen are unavailable."""
+    """The DV's beheer report says which berichttypen are unavailable."""
     from datetime import date
     from types import SimpleNamespace
 

@@ -371,7 +371,7 @@ class NotifyNL:
             raise UnexpectedResponse(f"{SERVICE}-antwoord")
         return [_bericht(item) for item in items]
 
-    # ------------------------------------------------------------ templates (issue 24)
+    # ------------------------------------------------------------ templates
 
     async def get_template(
         self, template_id: uuid.UUID | str, *, service: str | None = None
