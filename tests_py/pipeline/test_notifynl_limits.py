@@ -61,8 +61,18 @@ def test_the_two_429s_are_told_apart_by_their_error_type(error, limiet, fout):
     assert limit_reached(httpx.Response(429, text="geen json"), None).limiet == "tempo"
 
 
-async def test_a_used_up_day_stops_the_service_until_midnight_utc(sim, worker, intake, conn):
+def to_noon_utc(conn, sim) -> None:
+    """Both clocks to 12:00 UTC of the NMC clock's next day: the test's hours stay in one UTC
+    day whatever the time it runs at."""
+    nu = conn.execute("SELECT nmc.now()").fetchone()[0]
+    noon = datetime.combine(nu.astimezone(UTC).date(), datetime.min.time(), UTC)
+    wait = noon + timedelta(days=1, hours=12) - nu
+    advance(conn, f"{wait.total_seconds()} seconds")
     align_sim_day(conn, sim)
+
+
+async def test_a_used_up_day_stops_the_service_until_midnight_utc(sim, worker, intake, conn):
+    to_noon_utc(conn, sim)
     configure_notifynl(sim, day_limit=3)
     ids = [intake(f"bezorgd+dag{n}@voorbeeld.nl") for n in range(6)]
     await worker.drain(["verzenden"])
