@@ -28,7 +28,8 @@ What is scanned (the NMC's outputs, never its inputs, never the simulators' own 
 Each test's outputs are scanned when the test ends, against the values registered so far:
 the test's own values as substrings, every earlier value by its first word (an index, so the
 cost stays small with thousands of values). A finding names the test, the kind and where,
-never the value; `pytest_sessionfinish` (tests_py/conftest.py) fails the run on any.
+never the value (and, when an earlier test handed it in, that test);
+`pytest_sessionfinish` (tests_py/conftest.py) fails the run on any.
 """
 
 import base64
@@ -65,15 +66,18 @@ class Finding:
     test: str
     kind: str
     where: str
+    origin: str  # the test that handed the value in (a name, never the value)
 
     def __str__(self) -> str:
-        return f"{self.test}: {self.kind} in {self.where}"
+        origin = "" if self.origin == self.test else f" (a value of {self.origin})"
+        return f"{self.test}: {self.kind} in {self.where}{origin}"
 
 
 class PrivacyScan:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.needles: dict[str, str] = {}  # lowered value -> kind
+        self.origins: dict[str, str] = {}  # lowered value -> the test that registered it first
         self._by_first_word: dict[str, set[str]] = {}
         self._test_needles: set[str] = set()
         self._outputs: list[tuple[str, str]] = []
@@ -101,6 +105,7 @@ class PrivacyScan:
             self._test_needles.add(text)
             if text not in self.needles:
                 self.needles[text] = kind
+                self.origins[text] = self.test
                 self._by_first_word.setdefault(words[0], set()).add(text)
 
     def register_recipient(self, recipient: Any) -> None:
@@ -190,6 +195,7 @@ class PrivacyScan:
             own, self._test_needles = self._test_needles, set()
             index = {word: set(needles) for word, needles in self._by_first_word.items()}
             kinds = dict(self.needles)
+            origins = dict(self.origins)
         started = time.perf_counter()
         found: dict[tuple[str, str], None] = {}
         for where, text in outputs:
@@ -198,8 +204,8 @@ class PrivacyScan:
             for word in _words(lowered):
                 hits |= {needle for needle in index.get(word, ()) if needle in lowered}
             for needle in hits:
-                found[(kinds[needle], where)] = None
-        new = [Finding(self.test, kind, where) for kind, where in found]
+                found[(kinds[needle], where, origins[needle])] = None
+        new = [Finding(self.test, kind, where, origin) for kind, where, origin in found]
         self.findings += new
         self.scanned_outputs += len(outputs)
         self.scanned_chars += sum(len(text) for _, text in outputs)
