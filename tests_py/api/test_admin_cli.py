@@ -178,7 +178,7 @@ def test_keys_init_then_onboard_then_call_the_api(
     with TestClient(create_app()) as client:
         response = client.post(
             f"{BASE}/decentraal/notificaties",
-            json={"dvRef": "onboard-zaak-1", "berichtType": "aanslag", "emailAdres": "a@voorbeeld.nl"},
+            json={"dvRef": "zaak-ob-1", "berichtType": "aanslag", "emailAdres": "a@voorbeeld.nl"},
             headers={"Authorization": f"Bearer {bearer}"},
         )
         assert response.status_code == 202

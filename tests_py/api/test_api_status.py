@@ -129,7 +129,7 @@ def test_search_over_pepper_versions_with_pagination(api_env, dvs, monkeypatch):
             "NMC_PEPPERS", json.dumps({"dvref": only_current, "payload": peppers["payload"]})
         )
         with TestClient(create_app()) as client:
-            ids.append(accept(client, dvRef="gedeelde-zaak-7"))
+            ids.append(accept(client, dvRef="zaak-gd-7"))
     assert len(set(ids)) == 3
     monkeypatch.setenv(
         "NMC_PEPPERS",
@@ -138,20 +138,20 @@ def test_search_over_pepper_versions_with_pagination(api_env, dvs, monkeypatch):
     with TestClient(create_app()) as client:
         seen, cursor = [], None
         for _ in range(3):
-            params = {"dvRef": "gedeelde-zaak-7", "limiet": "1", **({"cursor": cursor} if cursor else {})}
+            params = {"dvRef": "zaak-gd-7", "limiet": "1", **({"cursor": cursor} if cursor else {})}
             page = client.get(f"{BASE}/notificaties", params=params, headers=auth()).json()
             seen += [n["notificatieId"] for n in page["notificaties"]]
             cursor = page["cursor"]
         assert seen == list(reversed(ids))
         assert cursor is None
         page = client.get(
-            f"{BASE}/notificaties", params={"dvRef": "gedeelde-zaak-7", "limiet": "2"}, headers=auth()
+            f"{BASE}/notificaties", params={"dvRef": "zaak-gd-7", "limiet": "2"}, headers=auth()
         ).json()
         assert [n["notificatieId"] for n in page["notificaties"]] == ids[:0:-1]
         assert page["cursor"]
         rest = client.get(
             f"{BASE}/notificaties",
-            params={"dvRef": "gedeelde-zaak-7", "limiet": "2", "cursor": page["cursor"]},
+            params={"dvRef": "zaak-gd-7", "limiet": "2", "cursor": page["cursor"]},
             headers=auth(),
         ).json()
         assert [n["notificatieId"] for n in rest["notificaties"]] == ids[:1]
