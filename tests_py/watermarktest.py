@@ -23,8 +23,8 @@ def notificatie(url: str, dv_id: int) -> uuid.UUID:
     notificatie_id = uuid.uuid4()
     with psycopg.connect(url, autocommit=True) as connection:
         connection.execute(
-            "SELECT nmc.intake_notificatie(%s, %s, 't', 'decentraal', %s, 1::smallint, %s,"
-            " '\\x01', NULL, '\\x02', 'kek-1', NULL, NULL, %s, NULL)",
+            "SELECT nmc.intake_notificatie_v3(%s, %s, 't', 'decentraal', %s, 1::smallint, %s,"
+            " 0::smallint, '\\x01', NULL, '\\x02', 'kek-1', NULL, NULL, %s, NULL, NULL)",
             (notificatie_id, dv_id, _b32(str(notificatie_id)), _b32("p"), uuid.uuid4().hex),
         )
     return notificatie_id

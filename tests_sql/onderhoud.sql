@@ -23,8 +23,10 @@ SELECT is(
 );
 
 DELETE FROM nmc.taak WHERE soort = 'onderhoud';
-SELECT is(nmc.ensure_onderhoud('kek-1'), 4, 'ensure plans one task per maintenance job');
-SELECT is(nmc.ensure_onderhoud('kek-1'), 0, 'and nothing more the second time');
+SELECT is(
+    nmc.ensure_onderhoud_v2('kek-1', 'w-kek-1'), 4, 'ensure plans one task per maintenance job'
+);
+SELECT is(nmc.ensure_onderhoud_v2('kek-1', 'w-kek-1'), 0, 'and nothing more the second time');
 SELECT results_eq(
     $$SELECT payload ->> 'werk', staat::text FROM nmc.taak WHERE soort = 'onderhoud'
       ORDER BY 1$$,
@@ -129,12 +131,12 @@ FROM sleutels AS s WHERE s.id = n.id AND s.r = 1;
 SELECT nmc.advance_clock('1 second');
 -- The workers of the kek-1 ring were rolled: none of them reports any more.
 DELETE FROM nmc.kek_melding;
-SELECT nmc.ensure_onderhoud('kek-2');
+SELECT nmc.ensure_onderhoud_v2('kek-2', 'w-kek-2');
 SELECT is(
     nmc.herwrap_doel(), 'kek-2', 'a newer KEK every live worker reports active is the target'
 );
 SELECT nmc.advance_clock('1 second');
-SELECT nmc.ensure_onderhoud('kek-1');
+SELECT nmc.ensure_onderhoud_v2('kek-1', 'w-kek-1');
 SELECT is(
     nmc.herwrap_doel(), 'kek-2',
     'a worker of the older ring reporting its KEK again does not turn the target back'
@@ -209,7 +211,7 @@ SELECT results_eq(
 
 -- A job whose task is exhausted waits for an operator: no second task beside it.
 UPDATE nmc.taak SET staat = 'mislukt' WHERE payload ->> 'werk' = 'retentie';
-SELECT is(nmc.ensure_onderhoud('kek-2'), 0, 'a mislukt job is not planned again');
+SELECT is(nmc.ensure_onderhoud_v2('kek-2', 'w-kek-2'), 0, 'a mislukt job is not planned again');
 
 -- nmc.plan_onderhoud: the same row opens again, clean, due now or after its job's pause.
 SELECT t.id AS plan_taak FROM nmc.taak AS t WHERE t.payload ->> 'werk' = 'partities' \gset

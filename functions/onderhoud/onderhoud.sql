@@ -64,20 +64,6 @@ COMMENT ON FUNCTION nmc.kek_melding_afmelden(text) IS
 'is judged again at once over the workers still live (nmc.herwrap_doel_bijwerken). Returns '
 'the target. A worker that dies without it counts for three minutes.';
 
-CREATE OR REPLACE FUNCTION nmc.ensure_onderhoud(p_kek_actief text)
-RETURNS integer
-LANGUAGE sql
-SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-    -- A worker of the previous release names no owner: its workers count as one per KEK.
-    SELECT nmc.ensure_onderhoud_v2(p_kek_actief, 'vorige-release:' || p_kek_actief)
-$$;
-COMMENT ON FUNCTION nmc.ensure_onderhoud(text) IS
-'nmc.ensure_onderhoud_v2 for a worker of the previous release (no owner name: its workers '
-'report as one per KEK). Kept for that release; dropped in the release after '
-'(docs/migrations.md).';
-
 CREATE OR REPLACE FUNCTION nmc.herwrap_doel_bijwerken(p_nu timestamptz)
 RETURNS text
 LANGUAGE plpgsql
