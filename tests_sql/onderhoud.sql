@@ -1,7 +1,7 @@
 -- Maintenance as tasks: one open task per job, claimed like any task, each run one short
 -- transaction that plans the next; the re-wrap job follows the newest active KEK.
 BEGIN;
-SELECT plan(36);
+SELECT plan(40);
 \ir fixtures/setup.sql
 
 -- A fresh log: its one range is cut to the width the setting gives.
@@ -262,6 +262,41 @@ SELECT is(
 SELECT is(
     (SELECT staat::text FROM nmc.taak WHERE id = :geen_onderhoud), 'done',
     'and nothing is reopened'
+);
+
+-- nmc.heropen_onderhoud: the one reopening under plan_onderhoud and stel_onderhoud_uit.
+SELECT pg_temp.als_geclaimd(:plan_taak);
+SELECT is(
+    nmc.heropen_onderhoud(:plan_taak, NULL, TRUE, FALSE) - nmc.now(),
+    (
+        SELECT least(nmc.uitstel(2), w.herhaal_na)
+        FROM nmc.onderhoudswerk AS w WHERE w.werk = 'partities'
+    ),
+    'a deferral: due after the backoff of its deferrals, at most the job''s pause'
+);
+SELECT results_eq(
+    format(
+        $$SELECT staat::text, lease_eigenaar, pogingen, uitstellen, laatste_fout, payload
+          FROM nmc.taak WHERE id = %s$$,
+        :plan_taak
+    ),
+    $$VALUES ('open', NULL::text, 3, 3, 'uitgesteld: het eventlog was bezet (lock_timeout)',
+        '{"werk": "partities", "na": 7}'::jsonb)$$,
+    'its tries kept, one deferral more, its payload kept'
+);
+SELECT pg_temp.als_geclaimd(:plan_taak);
+SELECT is(
+    nmc.heropen_onderhoud(:plan_taak, '{"werk": "partities"}', FALSE, TRUE), nmc.now(),
+    'a plan with more to do: due at once'
+);
+SELECT results_eq(
+    format(
+        $$SELECT staat::text, pogingen, uitstellen, laatste_fout, payload
+          FROM nmc.taak WHERE id = %s$$,
+        :plan_taak
+    ),
+    $$VALUES ('open', 0, 0, NULL::text, '{"werk": "partities"}'::jsonb)$$,
+    'clean, with the payload given'
 );
 
 SELECT * FROM finish();
