@@ -12,10 +12,7 @@ DECLARE
     v_dv nmc.dienstverlener;
     v_vooruit boolean;
 BEGIN
-    SELECT * INTO v_dv FROM nmc.dienstverlener AS d WHERE d.dv_id = p_dv_id AND d.actief;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'unknown or inactive dienstverlener' USING ERRCODE = 'NM010';
-    END IF;
+    v_dv := nmc.feed_dienstverlener(p_dv_id);
     PERFORM nmc.check_cursor(v_dv, p_epoch, p_xid, p_uitgegeven_op);
 
     INSERT INTO nmc.bevestiging AS b (dv_id, epoch, xid, event_id, bevestigd_op)
