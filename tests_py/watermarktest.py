@@ -5,6 +5,7 @@ concurrent writers of random long transactions (some rolled back) with a reader 
 throughout, which must end up served exactly the committed events, in cursor order."""
 
 import hashlib
+import json
 import random
 import threading
 import time
@@ -15,6 +16,24 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+
+TEMPLATE_ID = "a0a0a0a0-0000-4000-8000-000000000001"
+
+
+def watermark_dv(conn: psycopg.Connection, oin: str) -> int:
+    """A DV with berichttype t (the intake below) and a generous quota and feed call rate, so
+    neither the writers nor a polling reader is ever throttled."""
+    document = {
+        "oin": oin,
+        "naam": "Watermerk",
+        "quotumPerMinuut": 1000000,
+        "quotumPerDag": 10000000,
+        "feedAanroepenPerMinuut": 1000000,
+        "berichttypen": [{"code": "t", "notifynlTemplateId": TEMPLATE_ID}],
+    }
+    return conn.execute(
+        "SELECT nmc.apply_dienstverlener(%s::jsonb)", (json.dumps(document),)
+    ).fetchone()[0]
 
 
 def notificatie(url: str, dv_id: int) -> uuid.UUID:
