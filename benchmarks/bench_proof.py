@@ -58,9 +58,10 @@ def make_notificaties(conn: psycopg.Connection, dv_id: int, count: int) -> list[
     delivered, settled."""
     ids = [
         conn.execute(
-            "SELECT r.notificatie_id FROM nmc.intake_notificatie(gen_random_uuid(), %s,"
-            " 'aanslag', 'decentraal', %s, 1::smallint, %s, '\\x01', NULL, '\\x02', 'bench-kek',"
-            " NULL, NULL, '0123456789abcdef0123456789abcdef') AS r",
+            "SELECT r.notificatie_id FROM nmc.intake_notificatie_v3(gen_random_uuid(), %s,"
+            " 'aanslag', 'decentraal', %s, 1::smallint, %s, 0::smallint, '\\x01', NULL,"
+            " '\\x02', 'bench-kek', NULL, NULL, '0123456789abcdef0123456789abcdef', NULL,"
+            " NULL) AS r",
             (dv_id, os.urandom(32), os.urandom(32)),
         ).fetchone()[0]
         for _ in range(count)

@@ -181,8 +181,8 @@ def intake_sealed(conn, dv_id: int, count: int, ring: KekRing) -> None:
             for i in ids
         ]
         conn.execute(
-            "SELECT count(*) FROM nmc.intake_notificaties(%s, 'decentraal', 1::smallint, %s, "
-            "NULL, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            "SELECT count(*) FROM nmc.intake_notificaties_v3(%s, 'decentraal', 1::smallint, "
+            "0::smallint, %s, NULL, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, NULL)",
             [
                 dv_id,
                 ring.active_id,

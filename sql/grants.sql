@@ -10,14 +10,6 @@ GRANT USAGE ON SCHEMA nmc TO nmc_api, nmc_worker, nmc_console;
 GRANT EXECUTE ON FUNCTION nmc.now() TO nmc_api, nmc_worker, nmc_console;
 
 -- The DV API (nmc api).
-GRANT EXECUTE ON FUNCTION nmc.intake_notificatie(
-    uuid, integer, text, nmc.regie, bytea, smallint, bytea, bytea, bytea, bytea, text,
-    timestamptz, uuid, text, text, bytea[]
-) TO nmc_api;
-GRANT EXECUTE ON FUNCTION nmc.intake_notificaties(
-    integer, nmc.regie, smallint, text, uuid, uuid[], text[], bytea[], bytea[], bytea[],
-    bytea[], bytea[], timestamptz[], text[], text[], bytea[]
-) TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.intake_notificatie_v2(
     uuid, integer, text, nmc.regie, bytea, smallint, bytea, smallint, bytea, bytea, bytea,
     text, timestamptz, uuid, text, text, bytea[], bytea[], bytea
@@ -41,8 +33,6 @@ GRANT EXECUTE ON FUNCTION nmc.find_notificaties(
     integer, bytea[], integer, timestamptz, uuid
 ) TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.store_receipt(text, uuid, text, timestamptz, timestamptz)
-TO nmc_api;
-GRANT EXECUTE ON FUNCTION nmc.store_receipts(text[], uuid[], text[], timestamptz[], timestamptz[])
 TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.store_receipts_v2(
     text[], uuid[], text[], timestamptz[], timestamptz[], uuid[], integer[]
@@ -93,7 +83,6 @@ GRANT EXECUTE ON FUNCTION nmc.finish_verzenden_batch_v2(
 GRANT EXECUTE ON FUNCTION nmc.record_contactgegevens(bigint[], integer[], uuid[]) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.defer_verzenden(bigint, integer, text) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.process_receipts(integer) TO nmc_worker;
-GRANT EXECUTE ON FUNCTION nmc.claim_navraag(text, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.claim_navraag_v2(text, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.finish_navraag(
     bigint, integer, boolean, text, timestamptz, timestamptz
@@ -113,10 +102,8 @@ GRANT EXECUTE ON FUNCTION nmc.process_wissen(integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.maintain_event_partities(bigint, xid8) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.drop_event_partities(xid8) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.delete_expired(integer) TO nmc_worker;
-GRANT EXECUTE ON FUNCTION nmc.list_rewrap(text, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.store_rewrap(uuid[], text[], bytea[], text) TO nmc_worker;
 -- Maintenance as tasks (functions/onderhoud/onderhoud.sql): every worker runs it.
-GRANT EXECUTE ON FUNCTION nmc.ensure_onderhoud(text) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.ensure_onderhoud_v2(text, text) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.kek_melding_afmelden(text) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.kek_ids_levend() TO nmc_worker;
@@ -133,12 +120,9 @@ GRANT EXECUTE ON FUNCTION nmc.finish_template_verversen(bigint, integer, boolean
 GRANT EXECUTE ON FUNCTION nmc.markeer_template_verouderd(integer, text) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.metrics() TO nmc_api, nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.ensure_terugkoppelen() TO nmc_worker;
-GRANT EXECUTE ON FUNCTION nmc.claim_terugkoppelen(text, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.claim_terugkoppelen_v2(text, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.claim_terugkoppelen_v3(text, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.record_webhookvalidatie(integer, text, text, text) TO nmc_worker;
-GRANT EXECUTE ON FUNCTION nmc.finish_terugkoppelen(bigint, integer, text, xid8, bigint)
-TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.finish_terugkoppelen_v2(
     bigint, integer, text, xid8, bigint, integer
 ) TO nmc_worker;

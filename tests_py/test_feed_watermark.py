@@ -5,7 +5,6 @@ strictly below pg_snapshot_xmin(pg_current_snapshot()), so an event becomes visi
 once every transaction that could still commit an event below it has ended.
 """
 
-import json
 import uuid
 
 import psycopg
@@ -21,6 +20,7 @@ from watermarktest import (
     polling,
     read_the_rest,
     run_writers,
+    watermark_dv,
     write_event,
 )
 
@@ -29,25 +29,7 @@ DV_OIN = "00000001234567890000"
 
 @pytest.fixture
 def feed_dv(conn) -> int:
-    """A DV with a generous feed call rate, so a polling reader is never throttled."""
-    dv_id = conn.execute(
-        "SELECT nmc.apply_dienstverlener(%s::jsonb)",
-        (
-            json.dumps(
-                {
-                    "oin": DV_OIN,
-                    "naam": "Watermerk",
-                    "quotumPerMinuut": 1000000,
-                    "quotumPerDag": 10000000,
-                    "feedAanroepenPerMinuut": 1000000,
-                    "berichttypen": [
-                        {"code": "t", "notifynlTemplateId": "a0a0a0a0-0000-4000-8000-000000000001"}
-                    ],
-                }
-            ),
-        ),
-    ).fetchone()[0]
-    return dv_id
+    return watermark_dv(conn, DV_OIN)
 
 
 def test_a_late_commit_of_an_older_transaction_is_not_skipped(db_url, feed_dv):

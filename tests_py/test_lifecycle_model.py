@@ -946,7 +946,7 @@ class Levenscyclus(RuleBasedStateMachine):
         verwacht = self.model.claim_navraag()
         rijen = self.sql(
             "SELECT notificatie_id, claim_epoch, poging_id, notifynl_id, taak_id"
-            " FROM nmc.claim_navraag(%s)",
+            " FROM nmc.claim_navraag_v2(%s)",
             WERKER,
         )
         assert sorted(r[:4] for r in rijen) == sorted(
@@ -1217,7 +1217,7 @@ def receipt(conn: psycopg.Connection, claim: VerzendClaim, status: str, op: date
 
 def navraag_claimen(conn: psycopg.Connection) -> tuple[int, int, uuid.UUID]:
     [(taak_id, epoch, poging_id)] = conn.execute(
-        "SELECT taak_id, claim_epoch, poging_id FROM nmc.claim_navraag(%s)", [WERKER]
+        "SELECT taak_id, claim_epoch, poging_id FROM nmc.claim_navraag_v2(%s)", [WERKER]
     ).fetchall()
     return taak_id, epoch, poging_id
 
@@ -1273,7 +1273,7 @@ def werkronde(conn: psycopg.Connection) -> None:
     for claim in claim_verzenden(conn):
         verzonden_melden(conn, claim)
     for taak_id, epoch in conn.execute(
-        "SELECT taak_id, claim_epoch FROM nmc.claim_navraag(%s)", [WERKER]
+        "SELECT taak_id, claim_epoch FROM nmc.claim_navraag_v2(%s)", [WERKER]
     ).fetchall():
         conn.execute("SELECT nmc.finish_navraag(%s, %s, false)", [taak_id, epoch])
     conn.execute("SELECT nmc.process_vaststellingen()")

@@ -7,30 +7,21 @@ back"): an open write transaction holds back every DV's feed, and /metrics says 
   (server time; pg_read_all_stats, which the bootstrap grants the owner here).
 """
 
-import json
 import time
 
 import psycopg
 import pytest
 
 from nmc.database import with_overrides
-from watermarktest import begin_with_xid, notificatie
+from watermarktest import begin_with_xid, notificatie, watermark_dv
 
 DV_OIN = "00000001234567890023"
-TEMPLATE_ID = "a0a0a0a0-0000-4000-8000-000000000001"
 HELD = "nmc_feed_watermerk_achterstand_seconden"
 
 
 @pytest.fixture
 def dv_id(conn: psycopg.Connection) -> int:
-    document = {
-        "oin": DV_OIN,
-        "naam": "Watermerk",
-        "berichttypen": [{"code": "t", "notifynlTemplateId": TEMPLATE_ID}],
-    }
-    return conn.execute(
-        "SELECT nmc.apply_dienstverlener(%s::jsonb)", (json.dumps(document),)
-    ).fetchone()[0]
+    return watermark_dv(conn, DV_OIN)
 
 
 def _metric(url: str, naam: str) -> float | None:

@@ -91,8 +91,8 @@ def aannemen(conn: psycopg.Connection, dv_id: int, geldig_tot: datetime | None) 
     """Intake of one decentraal notification (ciphertext is opaque bytes to the SQL)."""
     notificatie_id = uuid.uuid4()
     conn.execute(
-        "SELECT nmc.intake_notificatie(%s, %s, 'bericht', 'decentraal', %s, 1::smallint, %s,"
-        " '\\x01', NULL, '\\x02', 'kek-test', %s, NULL, %s)",
+        "SELECT nmc.intake_notificatie_v3(%s, %s, 'bericht', 'decentraal', %s, 1::smallint, %s,"
+        " 0::smallint, '\\x01', NULL, '\\x02', 'kek-test', %s, NULL, %s, NULL, NULL)",
         [
             notificatie_id,
             dv_id,
@@ -327,7 +327,7 @@ def voer_uit(wereld: Wereld, stap: tuple) -> None:
     elif soort == "navraag":
         antwoord, status, leeftijd = args
         for taak_id, epoch in conn.execute(
-            "SELECT taak_id, claim_epoch FROM nmc.claim_navraag(%s)", [WERKER]
+            "SELECT taak_id, claim_epoch FROM nmc.claim_navraag_v2(%s)", [WERKER]
         ).fetchall():
             if antwoord == "definitief":
                 completed_at = nu(conn) - timedelta(seconds=leeftijd)

@@ -5,6 +5,7 @@ concurrent writers of random long transactions (some rolled back) with a reader 
 throughout, which must end up served exactly the committed events, in cursor order."""
 
 import hashlib
+import json
 import random
 import threading
 import time
@@ -16,6 +17,24 @@ from typing import Any
 
 import psycopg
 
+TEMPLATE_ID = "a0a0a0a0-0000-4000-8000-000000000001"
+
+
+def watermark_dv(conn: psycopg.Connection, oin: str) -> int:
+    """A DV with berichttype t (the intake below) and a generous quota and feed call rate, so
+    neither the writers nor a polling reader is ever throttled."""
+    document = {
+        "oin": oin,
+        "naam": "Watermerk",
+        "quotumPerMinuut": 1000000,
+        "quotumPerDag": 10000000,
+        "feedAanroepenPerMinuut": 1000000,
+        "berichttypen": [{"code": "t", "notifynlTemplateId": TEMPLATE_ID}],
+    }
+    return conn.execute(
+        "SELECT nmc.apply_dienstverlener(%s::jsonb)", (json.dumps(document),)
+    ).fetchone()[0]
+
 
 def notificatie(url: str, dv_id: int) -> uuid.UUID:
     """A committed notification of berichttype t (its intake event is read away before each
@@ -23,8 +42,8 @@ def notificatie(url: str, dv_id: int) -> uuid.UUID:
     notificatie_id = uuid.uuid4()
     with psycopg.connect(url, autocommit=True) as connection:
         connection.execute(
-            "SELECT nmc.intake_notificatie(%s, %s, 't', 'decentraal', %s, 1::smallint, %s,"
-            " '\\x01', NULL, '\\x02', 'kek-1', NULL, NULL, %s, NULL)",
+            "SELECT nmc.intake_notificatie_v3(%s, %s, 't', 'decentraal', %s, 1::smallint, %s,"
+            " 0::smallint, '\\x01', NULL, '\\x02', 'kek-1', NULL, NULL, %s, NULL, NULL)",
             (notificatie_id, dv_id, _b32(str(notificatie_id)), _b32("p"), uuid.uuid4().hex),
         )
     return notificatie_id

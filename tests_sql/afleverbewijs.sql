@@ -196,10 +196,10 @@ WHERE e.naam = 'onbereikbaar';
 -- niet-bezorgbaar (geen-contactgegevens): the Profielservice knows no address.
 INSERT INTO eind
 SELECT 'geen-contactgegevens', r.notificatie_id, 'niet-bezorgbaar', 'geen-contactgegevens'
-FROM nmc.intake_notificatie(
+FROM nmc.intake_notificatie_v3(
     gen_random_uuid(), 1001, 'aanslag', 'centraal', pg_temp.b32('gc'), 1::smallint,
-    pg_temp.b32('p'), '\x01', null, '\x02', 'kek-1', null, null,
-    '0123456789abcdef0123456789abcdef'
+    pg_temp.b32('p'), 0::smallint, '\x01', null, '\x02', 'kek-1', null, null,
+    '0123456789abcdef0123456789abcdef', null, null, null, null, pg_temp.b32('p')
 ) AS r;
 SELECT nmc.finish_verzenden(c.taak_id, c.claim_epoch, 'geen-contactgegevens')
 FROM nmc.claim_verzenden('w', 1000) AS c, eind AS e
@@ -224,15 +224,15 @@ INSERT INTO eind SELECT 'onbekend', pg_temp.verzonden(), 'bezorgstatus-onbekend'
 -- (accepted after the last claim above).
 INSERT INTO eind
 SELECT 'verlopen', r.notificatie_id, 'verlopen', 'verlopen'
-FROM nmc.intake_notificatie(
+FROM nmc.intake_notificatie_v3(
     gen_random_uuid(), 1001, 'aanslag', 'decentraal', pg_temp.b32('vl'), 1::smallint,
-    pg_temp.b32('p'), '\x01', null, '\x02', 'kek-1', nmc.now() + interval '1 minute', null,
-    '0123456789abcdef0123456789abcdef'
+    pg_temp.b32('p'), 0::smallint, '\x01', null, '\x02', 'kek-1', nmc.now() + interval '1 minute',
+    null, '0123456789abcdef0123456789abcdef', null, null, null, null, pg_temp.b32('p')
 ) AS r;
 SELECT nmc.advance_clock('61 minutes');
 SELECT nmc.claim_verzenden('w', 1000);  -- the short geldigTot has passed: verlopen
 SELECT nmc.finish_navraag(c.taak_id, c.claim_epoch, false)
-FROM nmc.claim_navraag('w', 1000) AS c, eind AS e
+FROM nmc.claim_navraag_v2('w', 1000) AS c, eind AS e
 WHERE e.naam = 'onbekend' AND c.notificatie_id = e.id;
 
 -- definitief-bezorgd: the one above.

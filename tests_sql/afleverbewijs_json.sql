@@ -4,7 +4,7 @@
 -- and nothing personal; and nmc.apply_receipt_v2 writes the receipt history they read. The
 -- whole proof and its pages are in afleverbewijs.sql.
 BEGIN;
-SELECT plan(25);
+SELECT plan(27);
 \ir fixtures/setup.sql
 \ir fixtures/bewijs.sql
 
@@ -333,6 +333,20 @@ SELECT is_empty(
         OR strpos(j.tekst, encode(n.payload_hash, 'hex')) > 0
         OR strpos(j.tekst, encode(n.payload_hash, 'base64')) > 0$$,
     'no part of any proof or history carries personal data'
+);
+
+-- The two history forms' volgende: one member left out, the last page's null kept.
+SELECT is(
+    nmc.geschiedenis_volgende(
+        '{"n": 1, "volgende": {"sequence": 3, "receipt": 7, "receipts": 2}}', 'receipt'
+    ),
+    '{"n": 1, "volgende": {"sequence": 3, "receipts": 2}}'::jsonb,
+    'get_geschiedenis_v2''s volgende has no NMC-wide receipt number'
+);
+SELECT is(
+    nmc.geschiedenis_volgende('{"n": 1, "volgende": null}', 'receipts'),
+    '{"n": 1, "volgende": null}'::jsonb,
+    'the last page''s volgende stays null'
 );
 
 SELECT * FROM finish();

@@ -198,10 +198,10 @@ SELECT is(
 
 -- One accepted before the re-onboarding and sent after it names the DV of its intake and
 -- the template it was sent with.
-SELECT r.notificatie_id AS l FROM nmc.intake_notificatie(
+SELECT r.notificatie_id AS l FROM nmc.intake_notificatie_v3(
     gen_random_uuid(), 1001, 'aanslag', 'decentraal', pg_temp.b32(gen_random_uuid()::text),
-    1::smallint, pg_temp.b32('p'), '\x01', NULL, '\x02', 'kek-1', NULL, NULL,
-    '0123456789abcdef0123456789abcdef'
+    1::smallint, pg_temp.b32('p'), 0::smallint, '\x01', NULL, '\x02', 'kek-1', NULL, NULL,
+    '0123456789abcdef0123456789abcdef', NULL, NULL, NULL, NULL, pg_temp.b32('p')
 ) AS r \gset
 UPDATE nmc.dienstverlener SET naam = 'Test DV een (derde)' WHERE dv_id = 1001;
 UPDATE nmc.berichttype SET notifynl_template_id = 'c0c0c0c0-0000-4000-8000-000000000003'

@@ -19,10 +19,10 @@ DECLARE
     v_delivered timestamptz := CASE p_term WHEN 'buiten' THEN nmc.now() - interval '8 days'
         ELSE nmc.now() - interval '1 day' END;
 BEGIN
-    SELECT r.notificatie_id INTO v_id FROM nmc.intake_notificatie(
+    SELECT r.notificatie_id INTO v_id FROM nmc.intake_notificatie_v3(
         gen_random_uuid(), 1001, 'aanslag', p_regie, pg_temp.b32(gen_random_uuid()::text),
-        1::smallint, pg_temp.b32('p'), '\x01', NULL, '\x02', 'kek-1', NULL, NULL,
-        '0123456789abcdef0123456789abcdef') AS r;
+        1::smallint, pg_temp.b32('p'), 0::smallint, '\x01', NULL, '\x02', 'kek-1', NULL, NULL,
+        '0123456789abcdef0123456789abcdef', NULL, NULL, NULL, NULL, pg_temp.b32('p')) AS r;
     SELECT * INTO v_c FROM nmc.claim_verzenden('w', 1000) AS c WHERE c.notificatie_id = v_id;
     v_p := v_c.poging_id;
     IF p_id = 'geen' THEN
@@ -30,7 +30,7 @@ BEGIN
     END IF;
     PERFORM nmc.finish_verzenden(v_c.taak_id, v_c.claim_epoch, 'verzonden', gen_random_uuid());
     IF p_nummer = 2 THEN
-        PERFORM nmc.apply_receipt(v_p, NULL, 'temporary-failure',
+        PERFORM pg_temp.navraag_antwoord(v_p, NULL, 'temporary-failure',
             nmc.now() - interval '2 days', NULL);
         SELECT * INTO v_c FROM nmc.claim_verzenden('w', 1000) AS c WHERE c.notificatie_id = v_id;
         v_p := v_c.poging_id;
@@ -38,15 +38,15 @@ BEGIN
     END IF;
     CASE p_status
         WHEN 'bezorgd' THEN
-            PERFORM nmc.apply_receipt(v_p, NULL, 'delivered', v_delivered, NULL);
+            PERFORM pg_temp.navraag_antwoord(v_p, NULL, 'delivered', v_delivered, NULL);
         WHEN 'definitief-bezorgd' THEN
-            PERFORM nmc.apply_receipt(v_p, NULL, 'delivered', v_delivered, NULL);
+            PERFORM pg_temp.navraag_antwoord(v_p, NULL, 'delivered', v_delivered, NULL);
             PERFORM nmc.transition_notificatie(v_id, 'definitief-bezorgd');
         WHEN 'bezorgstatus-onbekend' THEN
             UPDATE nmc.poging SET status = 'onbekend' WHERE id = v_p;
             PERFORM nmc.transition_notificatie(v_id, 'bezorgstatus-onbekend');
         WHEN 'niet-bezorgbaar' THEN
-            PERFORM nmc.apply_receipt(v_p, NULL, 'permanent-failure',
+            PERFORM pg_temp.navraag_antwoord(v_p, NULL, 'permanent-failure',
                 nmc.now() - interval '1 day', NULL);
         ELSE
             NULL;
@@ -204,7 +204,7 @@ UPDATE geval SET poging = pg_temp.scenario(n_status, nummer, id, regie, term);
 UPDATE nmc.notificatie AS n SET geldig_tot = nmc.now() - interval '1 second'
 FROM nmc.poging AS p, geval AS g
 WHERE p.id = g.poging AND n.id = p.notificatie_id AND g.geldig = 'na';
-UPDATE geval AS g SET resultaat = nmc.apply_receipt(
+UPDATE geval AS g SET resultaat = pg_temp.navraag_antwoord(
     g.poging,
     CASE g.id
         WHEN 'zelfde' THEN (SELECT p.notifynl_id FROM nmc.poging AS p WHERE p.id = g.poging)
@@ -310,11 +310,11 @@ SELECT is(
 -- Ordering: an older receipt never overrides a newer one.
 SELECT pg_temp.scenario('verzonden', 1, 'zelfde', 'decentraal', 'binnen') AS o \gset
 SELECT is(
-    nmc.apply_receipt(:'o', NULL, 'delivered', nmc.now() - interval '1 hour', NULL),
+    pg_temp.navraag_antwoord(:'o', NULL, 'delivered', nmc.now() - interval '1 hour', NULL),
     'bezorgd', 'a delivered receipt (completed an hour ago) arrives first'
 );
 SELECT is(
-    nmc.apply_receipt(:'o', NULL, 'permanent-failure', nmc.now() - interval '2 hours', NULL),
+    pg_temp.navraag_antwoord(:'o', NULL, 'permanent-failure', nmc.now() - interval '2 hours', NULL),
     'ouder', 'an older failure arriving later is ignored'
 );
 SELECT is(
@@ -322,13 +322,15 @@ SELECT is(
     'the attempt keeps the newer outcome'
 );
 SELECT is(
-    nmc.apply_receipt(:'o', NULL, 'permanent-failure', nmc.now() + interval '3 days', NULL),
+    pg_temp.navraag_antwoord(:'o', NULL, 'permanent-failure', nmc.now() + interval '3 days', NULL),
     'niet-bezorgbaar', 'a completed_at in the future is capped at the NMC clock, and counts'
 );
 SELECT pg_temp.scenario('verzonden', 1, 'zelfde', 'decentraal', 'binnen') AS o2 \gset
-SELECT nmc.apply_receipt(:'o2', NULL, 'temporary-failure', nmc.now() - interval '2 hours', NULL);
+SELECT pg_temp.navraag_antwoord(
+    :'o2', NULL, 'temporary-failure', nmc.now() - interval '2 hours', NULL
+);
 SELECT is(
-    nmc.apply_receipt(:'o2', NULL, 'delivered', nmc.now() - interval '1 hour', NULL),
+    pg_temp.navraag_antwoord(:'o2', NULL, 'delivered', nmc.now() - interval '1 hour', NULL),
     'bezorgd', 'a newer delivered after a temporary failure on attempt 1 wins'
 );
 SELECT is(
@@ -340,7 +342,8 @@ SELECT is(
     'and the resend it had planned is closed without sending'
 );
 SELECT is(
-    pg_temp.fout('SELECT nmc.apply_receipt(gen_random_uuid(), NULL, ''delivered'', now(), NULL)'),
+    pg_temp.fout('SELECT pg_temp.navraag_antwoord(gen_random_uuid(), NULL, ''delivered'', now(),
+        NULL)'),
     'NM005:',
     'a receipt for no attempt is refused (NM005)'
 );
@@ -349,11 +352,11 @@ SELECT is(
 -- settlement term is recorded beside it, before and after the settlement, never over it.
 SELECT pg_temp.scenario('verzonden', 1, 'zelfde', 'centraal', 'binnen') AS laat \gset
 SELECT nmc.now() AS laat_bezorgd \gset
-SELECT nmc.apply_receipt(:'laat', NULL, 'delivered', :'laat_bezorgd', NULL);
+SELECT pg_temp.navraag_antwoord(:'laat', NULL, 'delivered', :'laat_bezorgd', NULL);
 SELECT nmc.advance_clock('7 days 10 minutes');
 SELECT nmc.now() AS laat_bounce \gset
 SELECT is(
-    nmc.apply_receipt(:'laat', NULL, 'permanent-failure', nmc.now(), NULL),
+    pg_temp.navraag_antwoord(:'laat', NULL, 'permanent-failure', nmc.now(), NULL),
     'vastgelegd',
     'a bounce 7 d 10 min after delivered (past the term) causes no transition'
 );
@@ -385,7 +388,7 @@ SELECT is(
 );
 SELECT nmc.advance_clock('20 minutes');
 SELECT nmc.process_vaststellingen(1000) >= 1 AS settled \gset
-SELECT nmc.apply_receipt(:'laat', NULL, 'temporary-failure', nmc.now(), NULL);
+SELECT pg_temp.navraag_antwoord(:'laat', NULL, 'temporary-failure', nmc.now(), NULL);
 SELECT is(
     (
         SELECT
@@ -415,9 +418,9 @@ SELECT is(
 
 -- A status the NMC does not know is recorded beside what was known, not over it.
 SELECT pg_temp.scenario('verzonden', 1, 'zelfde', 'decentraal', 'binnen') AS onb \gset
-SELECT nmc.apply_receipt(:'onb', NULL, 'delivered', nmc.now() - interval '2 minutes', NULL);
+SELECT pg_temp.navraag_antwoord(:'onb', NULL, 'delivered', nmc.now() - interval '2 minutes', NULL);
 SELECT is(
-    nmc.apply_receipt(:'onb', NULL, 'bounced-maybe', nmc.now() - interval '1 minute', NULL),
+    pg_temp.navraag_antwoord(:'onb', NULL, 'bounced-maybe', nmc.now() - interval '1 minute', NULL),
     'onbekende-status',
     'an unknown status after delivered'
 );

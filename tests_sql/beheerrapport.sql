@@ -49,10 +49,10 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_id uuid;
 BEGIN
-    SELECT r.notificatie_id INTO v_id FROM nmc.intake_notificatie(
+    SELECT r.notificatie_id INTO v_id FROM nmc.intake_notificatie_v3(
         gen_random_uuid(), 1001, 'aanslag', 'centraal', pg_temp.b32(gen_random_uuid()::text),
-        1::smallint, pg_temp.b32('p'), '\x01', NULL, '\x02', 'kek-1', NULL, NULL,
-        '0123456789abcdef0123456789abcdef') AS r;
+        1::smallint, pg_temp.b32('p'), 0::smallint, '\x01', NULL, '\x02', 'kek-1', NULL, NULL,
+        '0123456789abcdef0123456789abcdef', NULL, NULL, NULL, NULL, pg_temp.b32('p')) AS r;
     PERFORM nmc.transition_notificatie(v_id, 'in-verzending', NULL);
     PERFORM nmc.transition_notificatie(v_id, 'niet-bezorgbaar', 'geen-contactgegevens');
     RETURN v_id;

@@ -3,17 +3,17 @@ BEGIN;
 SELECT plan(5);
 \ir fixtures/setup.sql
 
-SELECT r.notificatie_id AS id FROM nmc.intake_notificatie(
+SELECT r.notificatie_id AS id FROM nmc.intake_notificatie_v3(
     gen_random_uuid(), 1001, 'aanslag', 'centraal', pg_temp.b32('c'), 1::smallint,
-    pg_temp.b32('p'), '\x0abc', NULL, '\x0def', 'kek-1', NULL, NULL,
-    '0123456789abcdef0123456789abcdef'
+    pg_temp.b32('p'), 0::smallint, '\x0abc', NULL, '\x0def', 'kek-1', NULL, NULL,
+    '0123456789abcdef0123456789abcdef', NULL, NULL, NULL, NULL, pg_temp.b32('p')
 ) AS r \gset
 SELECT taak_id AS t, claim_epoch AS e, poging_id AS p FROM nmc.claim_verzenden('w', 10) \gset
 SELECT nmc.finish_verzenden(
     :t, :e, 'verzonden', gen_random_uuid(),
     'f0f0f0f0-0000-4000-8000-000000000001'
 );
-SELECT nmc.apply_receipt(:'p', NULL, 'permanent-failure', nmc.now(), NULL);
+SELECT pg_temp.navraag_antwoord(:'p', NULL, 'permanent-failure', nmc.now(), NULL);
 
 CREATE TEMP TABLE c AS SELECT * FROM nmc.claim_ongeldig_melden('w', 10);
 SELECT results_eq(

@@ -81,11 +81,11 @@ CREATE FUNCTION pg_temp.webhook(p_uitkomst text) RETURNS text LANGUAGE plpgsql A
 DECLARE v record;
 BEGIN
     UPDATE nmc.taak SET due = nmc.now() WHERE soort = 'terugkoppelen' AND staat = 'open';
-    SELECT * INTO v FROM nmc.claim_terugkoppelen('w', 5);
-    RETURN nmc.finish_terugkoppelen(
+    SELECT * INTO v FROM nmc.claim_terugkoppelen_v3('w', 5);
+    RETURN nmc.finish_terugkoppelen_v2(
         v.taak_id, v.claim_epoch, p_uitkomst,
         CASE WHEN p_uitkomst = 'geleverd' THEN '25'::xid8 END,
-        CASE WHEN p_uitkomst = 'geleverd' THEN 0::bigint END
+        CASE WHEN p_uitkomst = 'geleverd' THEN 0::bigint END, NULL
     );
 END $$;
 SELECT pg_temp.webhook('geleverd');

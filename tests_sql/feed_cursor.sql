@@ -72,17 +72,17 @@ SELECT results_eq(
 
 -- Unacknowledged terminal statuses older than the ack term (7 days).
 SELECT is_empty(
-    'SELECT * FROM nmc.report_onbevestigd()',
+    'SELECT * FROM nmc.report_onbevestigd_v2()',
     'nothing beyond the acknowledged position is overdue'
 );
 DELETE FROM nmc.bevestiging;
 SELECT results_eq(
-    'SELECT dv_id, aantal FROM nmc.report_onbevestigd()',
+    'SELECT dv_id, aantal FROM nmc.report_onbevestigd_v2()',
     $$VALUES (1001, 1::bigint)$$,
     'without an ack, the 8-day-old terminal event is reported; the 1-day-old one is not yet'
 );
 SELECT nmc.acknowledge_cursor(1001, 2, '22', 0, nmc.now());
-SELECT is_empty('SELECT * FROM nmc.report_onbevestigd()', 'an ack past it clears the report');
+SELECT is_empty('SELECT * FROM nmc.report_onbevestigd_v2()', 'an ack past it clears the report');
 
 -- The snapshot names the position it is consistent with.
 SELECT pg_temp.nieuwe_notificatie(1001) FROM generate_series(1, 3);

@@ -4,7 +4,7 @@
 -- ago (the events of this open transaction lie above the watermark; pytest runs the read
 -- on a real streaming standby).
 BEGIN;
-SELECT plan(33);
+SELECT plan(37);
 \ir fixtures/setup.sql
 
 INSERT INTO nmc.event (notificatie_id, dv_id, sequence, van, naar, tijdstip, xid)
@@ -189,6 +189,26 @@ SELECT is(
 SELECT is(
     pg_temp.alleen_lezen('SELECT count(*) FROM nmc.metrics_replica(1)'), 'ok',
     'nmc.metrics_replica runs read-only'
+);
+
+-- The shared parts: the DV every feed call starts from, the feed page and the snapshot page
+-- the primary's and the standby's functions both return.
+SELECT is((nmc.feed_dienstverlener(1001)).dv_id, 1001, 'an active DV''s row');
+SELECT throws_ok(
+    'SELECT nmc.feed_dienstverlener(-1)', 'NM010', 'unknown or inactive dienstverlener',
+    'an unknown DV is NM010'
+);
+SELECT is(
+    nmc.feed_pagina(
+        (SELECT d FROM nmc.dienstverlener AS d WHERE d.dv_id = 1001), NULL, NULL, 2
+    )::jsonb,
+    nmc.read_feed_pagina_v2(1001, NULL, NULL, NULL, NULL, 2, NULL)::jsonb,
+    'the standby''s feed page is nmc.feed_pagina'
+);
+SELECT is(
+    nmc.snapshot_pagina(1001, NULL, 2),
+    nmc.read_snapshot_pagina_v2(1001, NULL, 2, NULL, NULL),
+    'the standby''s snapshot page is nmc.snapshot_pagina'
 );
 
 SELECT * FROM finish();

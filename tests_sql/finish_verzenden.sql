@@ -141,10 +141,10 @@ SELECT is(
 -- worker's check of NotifyNL's rule before the call), it is reported invalid there, as after
 -- a permanent failure.
 SELECT r.notificatie_id AS ac_id
-FROM nmc.intake_notificatie(
+FROM nmc.intake_notificatie_v3(
     gen_random_uuid(), 1001, 'aanslag', 'centraal', pg_temp.b32('adres-centraal'), 1::smallint,
-    pg_temp.b32('payload'), '\x01'::bytea, '\x02'::bytea, '\x03'::bytea, 'kek-1', NULL, NULL,
-    '0123456789abcdef0123456789abcdef'
+    pg_temp.b32('payload'), 0::smallint, '\x01'::bytea, '\x02'::bytea, '\x03'::bytea, 'kek-1', NULL,
+    NULL, '0123456789abcdef0123456789abcdef', NULL, NULL, NULL, NULL, pg_temp.b32('payload')
 ) AS r \gset
 SELECT c.taak_id AS ac_taak, c.claim_epoch AS ac_epoch, c.poging_id AS ac_poging
 FROM nmc.claim_verzenden('w', 20) AS c WHERE c.notificatie_id = :'ac_id' \gset
@@ -233,10 +233,10 @@ SELECT throws_ok(
 SELECT * FROM pg_temp.claim('race-tijdelijk') \gset rt_
 SELECT * FROM pg_temp.claim('race-technisch') \gset rx_
 SELECT is(
-    nmc.apply_receipt(
+    pg_temp.navraag_antwoord(
         :'rt_poging', 'e0e0e0e0-0000-4000-8000-0000000000f1', 'temporary-failure', nmc.now(), NULL
     )
-    || ' ' || nmc.apply_receipt(
+    || ' ' || pg_temp.navraag_antwoord(
         :'rx_poging', 'e0e0e0e0-0000-4000-8000-0000000000f2', 'technical-failure', nmc.now(), NULL
     ),
     'herverzenden herverzenden',

@@ -12,10 +12,9 @@ CREATE FUNCTION pg_temp.batch(
     p_payloads text[], p_geldig_tot timestamptz[] DEFAULT NULL
 ) RETURNS TABLE (item integer, notificatie_id uuid, nieuw boolean)
 LANGUAGE sql AS $$
-    SELECT * FROM nmc.intake_notificaties(
-        p_dv, p_regie, 1::smallint, 'kek-1', 'c0c0c0c0-0000-4000-8000-000000000001',
-        ARRAY(SELECT gen_random_uuid() FROM unnest(p_dvrefs)),
-        p_berichttypen,
+    SELECT * FROM nmc.intake_notificaties_v3(
+        p_dv, p_regie, 1::smallint, 0::smallint, 'kek-1', 'c0c0c0c0-0000-4000-8000-000000000001',
+        ARRAY(SELECT gen_random_uuid() FROM unnest(p_dvrefs)), p_berichttypen,
         ARRAY(SELECT pg_temp.b32(r) FROM unnest(p_dvrefs) AS r),
         ARRAY(SELECT pg_temp.b32(p) FROM unnest(p_payloads) AS p),
         ARRAY(SELECT '\x0a'::bytea FROM unnest(p_dvrefs)),
@@ -23,7 +22,8 @@ LANGUAGE sql AS $$
         ARRAY(SELECT '\x0c'::bytea FROM unnest(p_dvrefs)),
         coalesce(p_geldig_tot, ARRAY(SELECT NULL::timestamptz FROM unnest(p_dvrefs))),
         ARRAY(SELECT '0123456789abcdef0123456789abcdef' FROM unnest(p_dvrefs)),
-        ARRAY(SELECT 'dienst-' || r FROM unnest(p_dvrefs) AS r)
+        ARRAY(SELECT 'dienst-' || r FROM unnest(p_dvrefs) AS r), NULL, NULL, NULL,
+        ARRAY(SELECT pg_temp.b32(p) FROM unnest(p_payloads) AS p)
     )
 $$;
 
@@ -31,10 +31,10 @@ $$;
 SELECT
     r.notificatie_id AS id,
     r.nieuw
-FROM nmc.intake_notificatie(
-    'd0d0d0d0-0000-4000-8000-000000000001', 1001, 'aanslag', 'decentraal',
-    pg_temp.b32('ref-1'), 1::smallint, pg_temp.b32('payload-1'), '\x0a', '\x0b', '\x0c',
-    'kek-1', NULL, NULL, 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'
+FROM nmc.intake_notificatie_v3(
+    'd0d0d0d0-0000-4000-8000-000000000001', 1001, 'aanslag', 'decentraal', pg_temp.b32('ref-1'),
+    1::smallint, pg_temp.b32('payload-1'), 0::smallint, '\x0a', '\x0b', '\x0c', 'kek-1', NULL, NULL,
+    'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', NULL, NULL, NULL, NULL, pg_temp.b32('payload-1')
 ) AS r \gset
 SELECT
     is(:'id'::text, 'd0d0d0d0-0000-4000-8000-000000000001', 'intake keeps the id the shell chose');
@@ -64,10 +64,11 @@ SELECT results_eq(
 
 -- Replays.
 SELECT results_eq(
-    $$SELECT r.notificatie_id::text, r.nieuw FROM nmc.intake_notificatie(
+    $$SELECT r.notificatie_id::text, r.nieuw FROM nmc.intake_notificatie_v3(
         gen_random_uuid(), 1001, 'aanslag', 'decentraal', pg_temp.b32('ref-1'), 1::smallint,
-        pg_temp.b32('payload-1'), '\x1a', '\x1b', '\x1c', 'kek-1', NULL, NULL,
-        'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb') AS r$$,
+        pg_temp.b32('payload-1'), 0::smallint, '\x1a', '\x1b', '\x1c', 'kek-1', NULL, NULL,
+        'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb', NULL, NULL, NULL, NULL,
+        pg_temp.b32('payload-1')) AS r$$,
     $$VALUES ('d0d0d0d0-0000-4000-8000-000000000001', false)$$,
     'the same dvRef and payload again returns the stored id, not new'
 );
@@ -80,10 +81,11 @@ SELECT is(
     (SELECT count(*)::integer FROM nmc.event), 1, 'a replay writes no event'
 );
 SELECT is(
-    pg_temp.fout($$SELECT nmc.intake_notificatie(
+    pg_temp.fout($$SELECT nmc.intake_notificatie_v3(
         gen_random_uuid(), 1001, 'aanslag', 'decentraal', pg_temp.b32('ref-1'), 1::smallint,
-        pg_temp.b32('payload-2'), '\x1a', '\x1b', '\x1c', 'kek-1', NULL, NULL,
-        'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb')$$),
+        pg_temp.b32('payload-2'), 0::smallint, '\x1a', '\x1b', '\x1c', 'kek-1', NULL, NULL,
+        'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb', NULL, NULL, NULL, NULL,
+        pg_temp.b32('payload-2'))$$),
     'NM007:0',
     'the same dvRef with another payload is refused (NM007)'
 );
@@ -207,9 +209,10 @@ SELECT is(
 -- Trace ids (a character check, not a regular expression: schema/0013).
 CREATE FUNCTION pg_temp.met_trace(p_trace text) RETURNS text
 LANGUAGE sql AS $$
-    SELECT split_part(pg_temp.fout(format($f$SELECT nmc.intake_notificatie(gen_random_uuid(), 1001,
-        'aanslag', 'decentraal', pg_temp.b32(%L), 1::smallint, pg_temp.b32('p'), '\x0a',
-        '\x0b', '\x0c', 'kek-1', NULL, NULL, %L)$f$, 'trace-' || p_trace, p_trace)), ':', 1)
+    SELECT split_part(pg_temp.fout(format($f$SELECT nmc.intake_notificatie_v3(gen_random_uuid(),
+        1001, 'aanslag', 'decentraal', pg_temp.b32(%L), 1::smallint, pg_temp.b32('p'), 0::smallint,
+        '\x0a', '\x0b', '\x0c', 'kek-1', NULL, NULL, %L, NULL, NULL, NULL, NULL,
+        pg_temp.b32('p'))$f$, 'trace-' || p_trace, p_trace)), ':', 1)
 $$;
 SELECT is(
     pg_temp.met_trace('0123456789abcdef0123456789abcdef'), NULL,
@@ -250,8 +253,8 @@ SELECT is(
 CREATE FUNCTION pg_temp.roterend(p_dvrefs text[], p_payloads text[], p_ids uuid[] DEFAULT NULL)
 RETURNS TABLE (item integer, notificatie_id uuid, nieuw boolean)
 LANGUAGE sql AS $$
-    SELECT * FROM nmc.intake_notificaties(
-        1001, 'decentraal', 2::smallint, 'kek-1', NULL,
+    SELECT * FROM nmc.intake_notificaties_v3(
+        1001, 'decentraal', 2::smallint, 0::smallint, 'kek-1', NULL,
         coalesce(p_ids, ARRAY(SELECT gen_random_uuid() FROM unnest(p_dvrefs))),
         ARRAY(SELECT 'aanslag' FROM unnest(p_dvrefs)),
         ARRAY(SELECT pg_temp.b32('new-' || r) FROM unnest(p_dvrefs) AS r),
@@ -261,14 +264,15 @@ LANGUAGE sql AS $$
         ARRAY(SELECT '\x0c'::bytea FROM unnest(p_dvrefs)),
         ARRAY(SELECT NULL::timestamptz FROM unnest(p_dvrefs)),
         ARRAY(SELECT '0123456789abcdef0123456789abcdef' FROM unnest(p_dvrefs)),
-        ARRAY(SELECT NULL::text FROM unnest(p_dvrefs)),
-        ARRAY(SELECT pg_temp.b32('old-' || r) FROM unnest(p_dvrefs) AS r)
+        ARRAY(SELECT NULL::text FROM unnest(p_dvrefs)), NULL,
+        ARRAY(SELECT pg_temp.b32('old-' || r) FROM unnest(p_dvrefs) AS r), NULL,
+        ARRAY(SELECT pg_temp.b32(p) FROM unnest(p_payloads) AS p)
     )
 $$;
-SELECT r.notificatie_id AS oud_id FROM nmc.intake_notificatie(
+SELECT r.notificatie_id AS oud_id FROM nmc.intake_notificatie_v3(
     gen_random_uuid(), 1001, 'aanslag', 'decentraal', pg_temp.b32('old-r1'), 1::smallint,
-    pg_temp.b32('p'), '\x0a', '\x0b', '\x0c', 'kek-1', NULL, NULL,
-    '0123456789abcdef0123456789abcdef'
+    pg_temp.b32('p'), 0::smallint, '\x0a', '\x0b', '\x0c', 'kek-1', NULL, NULL,
+    '0123456789abcdef0123456789abcdef', NULL, NULL, NULL, NULL, pg_temp.b32('p')
 ) AS r \gset
 SELECT results_eq(
     $$SELECT item, notificatie_id, nieuw FROM pg_temp.roterend('{r1,r2,r1}', '{p,p,p}')
@@ -295,19 +299,25 @@ SELECT is(
     'a dvRef stored under the current pepper is still a replay while old HMACs are passed'
 );
 SELECT is(
-    pg_temp.fout($$SELECT nmc.intake_notificaties(1001, 'decentraal', 1::smallint, 'k', NULL,
-        ARRAY[gen_random_uuid(), gen_random_uuid()], '{aanslag,aanslag}', ARRAY[pg_temp.b32('a'),
-        pg_temp.b32('b')], ARRAY[pg_temp.b32('p'), pg_temp.b32('p')], '{\\x0a,\\x0a}',
-        '{\\x0b,\\x0b}', '{\\x0c,\\x0c}', '{NULL,NULL}', ARRAY['0123456789abcdef0123456789abcdef',
-        '0123456789abcdef0123456789abcdef'], '{NULL,NULL}', ARRAY[pg_temp.b32('x')])$$),
+    pg_temp.fout($$SELECT nmc.intake_notificaties_v3(1001, 'decentraal', 1::smallint, 0::smallint,
+        'k', NULL, ARRAY[gen_random_uuid(), gen_random_uuid()], '{aanslag,aanslag}',
+        ARRAY[pg_temp.b32('a'),
+        pg_temp.b32('b')],
+        ARRAY[pg_temp.b32('p'), pg_temp.b32('p')], '{\\x0a,\\x0a}', '{\\x0b,\\x0b}',
+        '{\\x0c,\\x0c}', '{NULL,NULL}',
+        ARRAY['0123456789abcdef0123456789abcdef',
+        '0123456789abcdef0123456789abcdef'],
+        '{NULL,NULL}', NULL, ARRAY[pg_temp.b32('x')], NULL,
+        ARRAY[pg_temp.b32('p'), pg_temp.b32('p')])$$),
     'NM016:',
     'earlier-pepper HMACs that do not divide over the items are refused (NM016)'
 );
 SELECT is(
-    (SELECT r.nieuw FROM nmc.intake_notificatie(
+    (SELECT r.nieuw FROM nmc.intake_notificatie_v3(
         gen_random_uuid(), 1001, 'aanslag', 'decentraal', pg_temp.b32('new-r1'), 2::smallint,
-        pg_temp.b32('p'), '\x0a', '\x0b', '\x0c', 'kek-1', NULL, NULL,
-        '0123456789abcdef0123456789abcdef', NULL, ARRAY[pg_temp.b32('old-r1')]
+        pg_temp.b32('p'), 0::smallint, '\x0a', '\x0b', '\x0c', 'kek-1', NULL, NULL,
+        '0123456789abcdef0123456789abcdef', NULL, NULL, ARRAY[pg_temp.b32('old-r1')], NULL,
+        pg_temp.b32('p')
     ) AS r),
     FALSE,
     'the single intake takes the earlier-pepper HMACs too'
@@ -320,9 +330,9 @@ SELECT is(
     'an unknown DV is refused (NM010)'
 );
 SELECT is(
-    pg_temp.fout($$SELECT nmc.intake_notificaties(1001, 'decentraal', 1::smallint, 'k', NULL,
-        ARRAY[gen_random_uuid()], '{aanslag,aanslag}', '{}', '{}', '{}', '{}', '{}', '{}',
-        '{}', '{}')$$),
+    pg_temp.fout($$SELECT nmc.intake_notificaties_v3(1001, 'decentraal', 1::smallint, 0::smallint,
+        'k', NULL, ARRAY[gen_random_uuid()], '{aanslag,aanslag}', '{}', '{}', '{}', '{}', '{}',
+        '{}', '{}', '{}', NULL, NULL, NULL, '{}')$$),
     'NM016:',
     'arrays of different lengths are refused (NM016)'
 );

@@ -49,11 +49,11 @@ SELECT is(
     'the old worker stops and withdraws its report: the target moves at once'
 );
 SELECT nmc.advance_clock('2 days');
-SELECT nmc.ensure_onderhoud('kek-3');
+SELECT nmc.ensure_onderhoud_v2('kek-3', 'w6');
 SELECT results_eq(
     'SELECT eigenaar FROM nmc.kek_melding ORDER BY 1',
-    $$VALUES ('vorige-release:kek-3'::text)$$,
-    'reports older than a day go; a worker of the previous release reports as one per KEK'
+    $$VALUES ('w6'::text)$$,
+    'reports older than a day go'
 );
 
 -- The start-up check's list: the KEKs with live keys, erased ones left out.

@@ -20,7 +20,7 @@ CREATE FUNCTION pg_temp.antwoord(p_poging uuid, p_gevonden boolean, p_status tex
 RETURNS text LANGUAGE plpgsql AS $$
 DECLARE v_c record;
 BEGIN
-    SELECT * INTO v_c FROM nmc.claim_navraag('w', 100) AS c WHERE c.poging_id = p_poging;
+    SELECT * INTO v_c FROM nmc.claim_navraag_v2('w', 100) AS c WHERE c.poging_id = p_poging;
     IF NOT FOUND THEN RETURN 'niet geclaimd'; END IF;
     RETURN nmc.finish_navraag(v_c.taak_id, v_c.claim_epoch, p_gevonden, p_status,
         CASE WHEN p_status = 'delivered' THEN nmc.now() - interval '1 minute' END, NULL);
@@ -139,11 +139,11 @@ SELECT pg_temp.verzonden('v' || i) FROM generate_series(1, 150) AS i;
 UPDATE nmc.notify_service SET budget_per_minuut = 1400 WHERE code = 'standaard';
 SELECT nmc.advance_clock('1 hour');
 SELECT is(
-    (SELECT count(*)::integer FROM nmc.claim_navraag('w', 1000)), 3,
+    (SELECT count(*)::integer FROM nmc.claim_navraag_v2('w', 1000)), 3,
     'reconciliation takes at most its burst at once (one second of its share)'
 );
 SELECT is(
-    (SELECT count(*)::integer FROM nmc.claim_navraag('w', 1000)), 0,
+    (SELECT count(*)::integer FROM nmc.claim_navraag_v2('w', 1000)), 0,
     'and nothing more at that instant'
 );
 SELECT is(

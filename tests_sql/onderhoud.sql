@@ -1,7 +1,7 @@
 -- Maintenance as tasks: one open task per job, claimed like any task, each run one short
 -- transaction that plans the next; the re-wrap job follows the newest active KEK.
 BEGIN;
-SELECT plan(36);
+SELECT plan(40);
 \ir fixtures/setup.sql
 
 -- A fresh log: its one range is cut to the width the setting gives.
@@ -23,8 +23,10 @@ SELECT is(
 );
 
 DELETE FROM nmc.taak WHERE soort = 'onderhoud';
-SELECT is(nmc.ensure_onderhoud('kek-1'), 4, 'ensure plans one task per maintenance job');
-SELECT is(nmc.ensure_onderhoud('kek-1'), 0, 'and nothing more the second time');
+SELECT is(
+    nmc.ensure_onderhoud_v2('kek-1', 'w-kek-1'), 4, 'ensure plans one task per maintenance job'
+);
+SELECT is(nmc.ensure_onderhoud_v2('kek-1', 'w-kek-1'), 0, 'and nothing more the second time');
 SELECT results_eq(
     $$SELECT payload ->> 'werk', staat::text FROM nmc.taak WHERE soort = 'onderhoud'
       ORDER BY 1$$,
@@ -129,12 +131,12 @@ FROM sleutels AS s WHERE s.id = n.id AND s.r = 1;
 SELECT nmc.advance_clock('1 second');
 -- The workers of the kek-1 ring were rolled: none of them reports any more.
 DELETE FROM nmc.kek_melding;
-SELECT nmc.ensure_onderhoud('kek-2');
+SELECT nmc.ensure_onderhoud_v2('kek-2', 'w-kek-2');
 SELECT is(
     nmc.herwrap_doel(), 'kek-2', 'a newer KEK every live worker reports active is the target'
 );
 SELECT nmc.advance_clock('1 second');
-SELECT nmc.ensure_onderhoud('kek-1');
+SELECT nmc.ensure_onderhoud_v2('kek-1', 'w-kek-1');
 SELECT is(
     nmc.herwrap_doel(), 'kek-2',
     'a worker of the older ring reporting its KEK again does not turn the target back'
@@ -209,7 +211,7 @@ SELECT results_eq(
 
 -- A job whose task is exhausted waits for an operator: no second task beside it.
 UPDATE nmc.taak SET staat = 'mislukt' WHERE payload ->> 'werk' = 'retentie';
-SELECT is(nmc.ensure_onderhoud('kek-2'), 0, 'a mislukt job is not planned again');
+SELECT is(nmc.ensure_onderhoud_v2('kek-2', 'w-kek-2'), 0, 'a mislukt job is not planned again');
 
 -- nmc.plan_onderhoud: the same row opens again, clean, due now or after its job's pause.
 SELECT t.id AS plan_taak FROM nmc.taak AS t WHERE t.payload ->> 'werk' = 'partities' \gset
@@ -260,6 +262,41 @@ SELECT is(
 SELECT is(
     (SELECT staat::text FROM nmc.taak WHERE id = :geen_onderhoud), 'done',
     'and nothing is reopened'
+);
+
+-- nmc.heropen_onderhoud: the one reopening under plan_onderhoud and stel_onderhoud_uit.
+SELECT pg_temp.als_geclaimd(:plan_taak);
+SELECT is(
+    nmc.heropen_onderhoud(:plan_taak, NULL, TRUE, FALSE) - nmc.now(),
+    (
+        SELECT least(nmc.uitstel(2), w.herhaal_na)
+        FROM nmc.onderhoudswerk AS w WHERE w.werk = 'partities'
+    ),
+    'a deferral: due after the backoff of its deferrals, at most the job''s pause'
+);
+SELECT results_eq(
+    format(
+        $$SELECT staat::text, lease_eigenaar, pogingen, uitstellen, laatste_fout, payload
+          FROM nmc.taak WHERE id = %s$$,
+        :plan_taak
+    ),
+    $$VALUES ('open', NULL::text, 3, 3, 'uitgesteld: het eventlog was bezet (lock_timeout)',
+        '{"werk": "partities", "na": 7}'::jsonb)$$,
+    'its tries kept, one deferral more, its payload kept'
+);
+SELECT pg_temp.als_geclaimd(:plan_taak);
+SELECT is(
+    nmc.heropen_onderhoud(:plan_taak, '{"werk": "partities"}', FALSE, TRUE), nmc.now(),
+    'a plan with more to do: due at once'
+);
+SELECT results_eq(
+    format(
+        $$SELECT staat::text, pogingen, uitstellen, laatste_fout, payload
+          FROM nmc.taak WHERE id = %s$$,
+        :plan_taak
+    ),
+    $$VALUES ('open', 0, 0, NULL::text, '{"werk": "partities"}'::jsonb)$$,
+    'clean, with the payload given'
 );
 
 SELECT * FROM finish();

@@ -15,7 +15,7 @@ SELECT set_eq(
 );
 
 DELETE FROM nmc.taak WHERE soort = 'onderhoud';
-SELECT nmc.ensure_onderhoud('kek-1');
+SELECT nmc.ensure_onderhoud_v2('kek-1', 'w-kek-1');
 CREATE FUNCTION pg_temp.partities() RETURNS jsonb LANGUAGE sql AS $$
     UPDATE nmc.taak SET due = nmc.now() WHERE soort = 'onderhoud';
     SELECT nmc.run_onderhoud(c.taak_id, c.claim_epoch)

@@ -10,7 +10,7 @@ SELECT
     poging_id AS p
 FROM nmc.claim_verzenden('w', 10) \gset
 SELECT nmc.finish_verzenden(:t, :e, 'verzonden', gen_random_uuid());
-SELECT nmc.apply_receipt(:'p', NULL, 'delivered', nmc.now(), NULL);
+SELECT pg_temp.navraag_antwoord(:'p', NULL, 'delivered', nmc.now(), NULL);
 
 SELECT nmc.advance_clock('7 days');
 SELECT

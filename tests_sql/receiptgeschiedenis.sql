@@ -108,7 +108,7 @@ SELECT results_eq(
 SELECT pg_temp.verzonden() AS id3 \gset
 SELECT nmc.advance_clock('61 minutes');
 SELECT c.taak_id, c.claim_epoch
-FROM nmc.claim_navraag('w', 1000) AS c WHERE c.notificatie_id = :'id3' \gset
+FROM nmc.claim_navraag_v2('w', 1000) AS c WHERE c.notificatie_id = :'id3' \gset
 SELECT is(
     nmc.finish_navraag(
         :taak_id, :claim_epoch, true, 'delivered', nmc.now() - interval '5 minutes',
@@ -128,7 +128,7 @@ SELECT results_eq(
 SELECT pg_temp.verzonden() AS id4 \gset
 SELECT nmc.advance_clock('61 minutes');
 SELECT c.taak_id AS taak4, c.claim_epoch AS epoch4
-FROM nmc.claim_navraag('w', 1000) AS c WHERE c.notificatie_id = :'id4' \gset
+FROM nmc.claim_navraag_v2('w', 1000) AS c WHERE c.notificatie_id = :'id4' \gset
 SELECT is(
     nmc.finish_navraag(:taak4, :epoch4, true, 'vreemd', null, null), 'opnieuw',
     'an unknown status in a reconciliation answer: asked again later'

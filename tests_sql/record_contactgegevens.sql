@@ -63,7 +63,7 @@ SELECT is(
 SELECT nmc.record_contactgegevens(
     ARRAY[:b_taak]::bigint[], ARRAY[:b_epoch2], '{c0c0c0c0-0000-4000-8000-00000000000b}'
 );
-SELECT nmc.apply_receipt(
+SELECT pg_temp.navraag_antwoord(
     :'b_poging', 'e0e0e0e0-0000-4000-8000-0000000000b1', 'permanent-failure', nmc.now(), null
 );
 SELECT is(

@@ -3,7 +3,7 @@
 -- a rotation reads more than one batch of rows (the first version skipped the rows already
 -- rewrapped from the start of the table on every call: each batch read more than the last).
 BEGIN;
-SELECT plan(8);
+SELECT plan(7);
 \ir fixtures/setup.sql
 
 SELECT pg_temp.nieuwe_notificatie() FROM generate_series(1, 6);
@@ -48,12 +48,6 @@ SELECT is(
     (SELECT count(*)::integer FROM nmc.list_rewrap_v2('kek-2', NULL, 100000)),
     6,
     'an oversized batch reads what there is'
-);
-
--- The first version stays for an admin of the previous release.
-SELECT is(
-    (SELECT count(*)::integer FROM nmc.list_rewrap('kek-2', 10)), 2,
-    'list_rewrap (first version) still lists the keys left'
 );
 
 SELECT ok(

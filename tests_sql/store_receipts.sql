@@ -17,7 +17,7 @@ SELECT nmc.store_receipt(
 
 SELECT results_eq(
     format(
-        $$SELECT item, resultaat FROM nmc.store_receipts(
+        $$SELECT item, resultaat FROM nmc.store_receipts_v2(
             ARRAY[%1$L, %1$L, %1$L, 'not-a-uuid', gen_random_uuid()::text, NULL, %1$L],
             ARRAY['e0e0e0e0-0000-4000-8000-000000000001', 'e0e0e0e0-0000-4000-8000-000000000001',
                   'e0e0e0e0-0000-4000-8000-000000000001', gen_random_uuid(), gen_random_uuid(),
@@ -27,7 +27,7 @@ SELECT results_eq(
             ARRAY['2026-11-30 10:00:00+00', '2026-11-30 10:00:00+00', '2026-11-30 09:00:00+00',
                   NULL, NULL, NULL, NULL]::timestamptz[],
             ARRAY['2026-11-30 09:59:00+00', '2026-11-30 09:59:00+00', NULL, NULL, NULL, NULL,
-                  NULL]::timestamptz[]
+                  NULL]::timestamptz[], NULL, NULL
         ) ORDER BY item$$, :'p'
     ),
     $$VALUES (0, 'opgeslagen'), (1, 'dubbel'), (2, 'dubbel'), (3, 'onbekende-reference'),
@@ -57,22 +57,22 @@ SELECT is(
     'the unknown references are counted, each once'
 );
 SELECT is(
-    (SELECT count(*)::integer FROM nmc.store_receipts(
+    (SELECT count(*)::integer FROM nmc.store_receipts_v2(
         ARRAY[:'p'], ARRAY['e0e0e0e0-0000-4000-8000-000000000001']::uuid[], ARRAY['delivered'],
-        ARRAY['2026-11-30 10:00:00+00']::timestamptz[], ARRAY[NULL]::timestamptz[]
+        ARRAY['2026-11-30 10:00:00+00']::timestamptz[], ARRAY[NULL]::timestamptz[], NULL, NULL
     ) WHERE resultaat = 'dubbel'),
     1,
     'the same callback in a later batch is a no-op'
 );
 SELECT throws_ok(
-    $$SELECT * FROM nmc.store_receipts(ARRAY['a'], ARRAY[]::uuid[], ARRAY['delivered'],
-        ARRAY[NULL]::timestamptz[], ARRAY[NULL]::timestamptz[])$$,
+    $$SELECT * FROM nmc.store_receipts_v2(ARRAY['a'], ARRAY[]::uuid[], ARRAY['delivered'],
+        ARRAY[NULL]::timestamptz[], ARRAY[NULL]::timestamptz[], NULL, NULL)$$,
     'NM016', NULL,
     'arrays of different lengths are refused (NM016)'
 );
 SELECT throws_ok(
-    $$SELECT * FROM nmc.store_receipts(ARRAY[]::text[], ARRAY[]::uuid[], ARRAY[]::text[],
-        ARRAY[]::timestamptz[], ARRAY[]::timestamptz[])$$,
+    $$SELECT * FROM nmc.store_receipts_v2(ARRAY[]::text[], ARRAY[]::uuid[], ARRAY[]::text[],
+        ARRAY[]::timestamptz[], ARRAY[]::timestamptz[], NULL, NULL)$$,
     'NM016', NULL,
     'an empty batch is refused (NM016)'
 );

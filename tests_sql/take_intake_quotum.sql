@@ -52,11 +52,12 @@ SELECT is(
     'the ninth of the day is refused, Retry-After = seconds to midnight in Amsterdam'
 );
 SELECT is(
-    pg_temp.fout($$SELECT nmc.intake_notificaties(1002, 'decentraal', 1::smallint, 'k', NULL,
-        ARRAY[gen_random_uuid(), gen_random_uuid()], '{herinnering,herinnering}',
+    pg_temp.fout($$SELECT nmc.intake_notificaties_v3(1002, 'decentraal', 1::smallint, 0::smallint,
+        'k', NULL, ARRAY[gen_random_uuid(), gen_random_uuid()], '{herinnering,herinnering}',
         ARRAY[pg_temp.b32('q-1'), pg_temp.b32('q-10')], ARRAY[pg_temp.b32('p'), pg_temp.b32('p')],
         '{"\\x01","\\x01"}', '{"\\x01","\\x01"}', '{"\\x01","\\x01"}', '{NULL,NULL}',
-        '{0123456789abcdef0123456789abcdef,0123456789abcdef0123456789abcdef}', '{NULL,NULL}')$$),
+        '{0123456789abcdef0123456789abcdef,0123456789abcdef0123456789abcdef}', '{NULL,NULL}', NULL,
+        NULL, NULL, ARRAY[pg_temp.b32('p'), pg_temp.b32('p')])$$),
     'NM009:' || (11 * 3600 + 57 * 60 + 50)::text,
     'a batch counts its new items only: one replay plus one new is still over'
 );

@@ -188,7 +188,7 @@ SELECT is(
 
 -- ---------------------------------------------------------------- the job templates
 DELETE FROM nmc.taak WHERE soort = 'onderhoud';
-SELECT nmc.ensure_onderhoud('kek-1');
+SELECT nmc.ensure_onderhoud_v2('kek-1', 'w-kek-1');
 SELECT c.taak_id, c.claim_epoch FROM nmc.claim_taken('onderhoud', 'w1', 10) AS c
 WHERE c.payload ->> 'werk' = 'templates' \gset
 SELECT set_eq(

@@ -23,7 +23,7 @@ INSERT INTO nmc.event (notificatie_id, dv_id, sequence, van, naar, tijdstip, xid
 SELECT gen_random_uuid(), 1001, 1, NULL, 'aangenomen', nmc.now(), (10 + i)::text::xid8
 FROM generate_series(1, 3) AS i;
 
-CREATE TEMP TABLE c1 AS SELECT * FROM nmc.claim_terugkoppelen('w', 5);
+CREATE TEMP TABLE c1 AS SELECT * FROM nmc.claim_terugkoppelen_v3('w', 5);
 SELECT results_eq(
     $$SELECT webhook_url, json_array_length(pagina -> 'events'), pagina ->> 'xid' FROM c1$$,
     $$VALUES ('https://dv.example/hook', 2, '12')$$,
@@ -36,9 +36,9 @@ SELECT results_eq(
     'the batch carries the epoch and the issue time, as a feed page does (for Nmc-Cursor)'
 );
 SELECT is(
-    nmc.finish_terugkoppelen(
+    nmc.finish_terugkoppelen_v2(
         (SELECT taak_id FROM c1), (SELECT claim_epoch FROM c1), 'geleverd',
-        '12', ((SELECT pagina FROM c1) ->> 'eventId')::bigint
+        '12', ((SELECT pagina FROM c1) ->> 'eventId')::bigint, NULL
     ),
     'geleverd', 'a 2xx moves the delivery position'
 );
@@ -49,7 +49,7 @@ SELECT results_eq(
     $$VALUES ('open', true)$$,
     'events still wait behind a full batch: the next batch is due at once'
 );
-CREATE TEMP TABLE c1b AS SELECT * FROM nmc.claim_terugkoppelen('w', 5);
+CREATE TEMP TABLE c1b AS SELECT * FROM nmc.claim_terugkoppelen_v3('w', 5);
 SELECT results_eq(
     $$SELECT pagina -> 'events' -> 0 ->> 'xid', json_array_length(pagina -> 'events'),
         (pagina ->> 'xid')::xid8 > '13'
@@ -59,9 +59,10 @@ SELECT results_eq(
     $$VALUES ('13', 1, true, 0::bigint)$$,
     'the next batch continues after the delivered one; a short batch ends at the watermark'
 );
-SELECT nmc.finish_terugkoppelen(
+SELECT nmc.finish_terugkoppelen_v2(
     (SELECT taak_id FROM c1b), (SELECT claim_epoch FROM c1b), 'geleverd',
-    ((SELECT pagina FROM c1b) ->> 'xid')::xid8, ((SELECT pagina FROM c1b) ->> 'eventId')::bigint
+    ((SELECT pagina FROM c1b) ->> 'xid')::xid8, ((SELECT pagina FROM c1b) ->> 'eventId')::bigint,
+    NULL
 );
 SELECT results_eq(
     $$SELECT staat::text, due = nmc.now() + interval '2 seconds' FROM nmc.taak
@@ -76,8 +77,8 @@ CREATE FUNCTION pg_temp.faal() RETURNS text LANGUAGE plpgsql AS $$
 DECLARE v record;
 BEGIN
     UPDATE nmc.taak SET due = nmc.now() WHERE soort = 'terugkoppelen' AND staat = 'open';
-    SELECT * INTO v FROM nmc.claim_terugkoppelen('w', 5);
-    RETURN nmc.finish_terugkoppelen(v.taak_id, v.claim_epoch, 'mislukt');
+    SELECT * INTO v FROM nmc.claim_terugkoppelen_v3('w', 5);
+    RETURN nmc.finish_terugkoppelen_v2(v.taak_id, v.claim_epoch, 'mislukt', NULL, NULL, NULL);
 END $$;
 SELECT is(pg_temp.faal(), 'uitgesteld', 'a failed call backs off');
 SELECT results_eq(
@@ -99,9 +100,11 @@ SELECT results_eq(
 );
 
 -- A 410 from the DV disables the webhook until it resumes.
-CREATE TEMP TABLE c2 AS SELECT * FROM nmc.claim_terugkoppelen('w', 5);
+CREATE TEMP TABLE c2 AS SELECT * FROM nmc.claim_terugkoppelen_v3('w', 5);
 SELECT is(
-    nmc.finish_terugkoppelen((SELECT taak_id FROM c2), (SELECT claim_epoch FROM c2), 'weg'),
+    nmc.finish_terugkoppelen_v2(
+        (SELECT taak_id FROM c2), (SELECT claim_epoch FROM c2), 'weg', NULL, NULL, NULL
+    ),
     'uitgeschakeld', 'a 410 from the DV disables the webhook'
 );
 SELECT nmc.ensure_terugkoppelen();
@@ -115,7 +118,7 @@ SELECT is_empty(
 SELECT nmc.resume_webhook(1001);
 UPDATE nmc.dienstverlener SET actief = FALSE WHERE dv_id = 1001;
 SELECT results_eq(
-    'SELECT webhook_url FROM nmc.claim_terugkoppelen(''w'', 5)',
+    'SELECT webhook_url FROM nmc.claim_terugkoppelen_v3(''w'', 5)',
     $$VALUES (NULL::text)$$,
     'an inactive DV''s task is claimed without its URL'
 );
@@ -126,7 +129,7 @@ SELECT results_eq(
 UPDATE nmc.dienstverlener SET actief = TRUE WHERE dv_id = 1001;
 UPDATE nmc.taak SET staat = 'open', due = nmc.now(), lease_eigenaar = NULL, lease_tot = NULL
 WHERE soort = 'terugkoppelen' AND staat IN ('open', 'claimed');
-CREATE TEMP TABLE c3 AS SELECT * FROM nmc.claim_terugkoppelen('w', 5);
+CREATE TEMP TABLE c3 AS SELECT * FROM nmc.claim_terugkoppelen_v3('w', 5);
 SELECT is(nmc.raise_epoch(), 2, 'the epoch is raised');
 SELECT results_eq(
     'SELECT epoch, xid::text, event_id FROM nmc.webhookpositie WHERE dv_id = 1001',
@@ -146,7 +149,7 @@ SELECT results_eq(
     $$VALUES (2, '0', 0::bigint)$$,
     'but its position of the old epoch does not overwrite the new one'
 );
-CREATE TEMP TABLE c4 AS SELECT * FROM nmc.claim_terugkoppelen('w', 5);
+CREATE TEMP TABLE c4 AS SELECT * FROM nmc.claim_terugkoppelen_v3('w', 5);
 SELECT results_eq(
     $$SELECT epoch, (pagina ->> 'epoch')::integer, pagina -> 'events' -> 0 ->> 'xid' FROM c4$$,
     $$VALUES (2, 2, '11')$$,

@@ -13,10 +13,11 @@ DECLARE v_id uuid;
 BEGIN
     IF p_centraal THEN
         SELECT r.notificatie_id INTO v_id
-        FROM nmc.intake_notificatie(
+        FROM nmc.intake_notificatie_v3(
             gen_random_uuid(), 1001, 'aanslag', 'centraal', pg_temp.b32(p_ref), 1::smallint,
-            pg_temp.b32('payload'), '\x01'::bytea, '\x02'::bytea, '\x03'::bytea, 'kek-1',
-            NULL, NULL, '0123456789abcdef0123456789abcdef'
+            pg_temp.b32('payload'), 0::smallint, '\x01'::bytea, '\x02'::bytea, '\x03'::bytea,
+            'kek-1', NULL, NULL, '0123456789abcdef0123456789abcdef', NULL, NULL, NULL, NULL,
+            pg_temp.b32('payload')
         ) AS r;
     ELSE
         v_id := pg_temp.nieuwe_notificatie(p_dvref => p_ref);

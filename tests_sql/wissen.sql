@@ -74,7 +74,10 @@ SELECT results_eq(
     'SELECT kek_id, sleutels FROM nmc.kek_status()', $$VALUES ('kek-1', 3::bigint)$$,
     'kek_status counts live keys per KEK (erased ones not)'
 );
-CREATE TEMP TABLE te_doen AS SELECT * FROM nmc.list_rewrap('kek-2', 2);
+CREATE TEMP TABLE te_doen AS
+SELECT r.* FROM nmc.list_rewrap_v2('kek-2', NULL, 5000) AS r
+WHERE r.sleutel_gewrapt IS NOT NULL
+ORDER BY r.notificatie_id LIMIT 2;
 SELECT is((SELECT count(*)::integer FROM te_doen), 2, 'list_rewrap gives a batch');
 UPDATE nmc.notificatie SET sleutel_gewrapt = NULL
 WHERE id = (SELECT min(notificatie_id::text)::uuid FROM te_doen);

@@ -453,6 +453,25 @@ COMMENT ON FUNCTION nmc.geschiedenis_json(integer, uuid, integer, bigint, intege
 'sequence, the last receipt''s id (receipt) and the number of the notification''s receipts '
 'shown so far (receipts), or null on the last page. NM005, 22023 as the callers. Internal.';
 
+CREATE OR REPLACE FUNCTION nmc.geschiedenis_volgende(p_pagina jsonb, p_weg text)
+RETURNS jsonb
+LANGUAGE sql
+IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT p_pagina || pg_catalog.jsonb_build_object(
+        'volgende', CASE
+            WHEN p_pagina -> 'volgende' = 'null'::jsonb THEN 'null'::jsonb
+            ELSE (p_pagina -> 'volgende') - p_weg
+        END
+    )
+$$;
+COMMENT ON FUNCTION nmc.geschiedenis_volgende(jsonb, text) IS
+'Internal: a page of nmc.geschiedenis_json as one form of the history shows it: its '
+'volgende without member p_weg (receipt, the NMC-wide receipt number, for '
+'nmc.get_geschiedenis_v2; receipts, the count of this notification''s receipts, for '
+'nmc.get_geschiedenis); a null volgende (the last page) stays null.';
+
 CREATE OR REPLACE FUNCTION nmc.get_geschiedenis_v2(
     p_dv_id integer,
     p_notificatie_id uuid,
@@ -466,17 +485,10 @@ VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT g.g || pg_catalog.jsonb_build_object(
-        'volgende', CASE
-            WHEN g.g -> 'volgende' = 'null'::jsonb THEN 'null'::jsonb
-            ELSE (g.g -> 'volgende') - 'receipt'
-        END
+    SELECT nmc.geschiedenis_volgende(
+        nmc.geschiedenis_json(p_dv_id, p_notificatie_id, p_na_sequence, 0, p_na_receipts, p_limiet),
+        'receipt'
     )
-    FROM (
-        SELECT nmc.geschiedenis_json(
-            p_dv_id, p_notificatie_id, p_na_sequence, 0, p_na_receipts, p_limiet
-        ) AS g
-    ) AS g
 $$;
 COMMENT ON FUNCTION nmc.get_geschiedenis_v2(integer, uuid, integer, integer, integer) IS
 'The history of one notification of the caller DV: the delivery proof''s facts as plain '
@@ -502,17 +514,10 @@ VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT g.g || pg_catalog.jsonb_build_object(
-        'volgende', CASE
-            WHEN g.g -> 'volgende' = 'null'::jsonb THEN 'null'::jsonb
-            ELSE (g.g -> 'volgende') - 'receipts'
-        END
+    SELECT nmc.geschiedenis_volgende(
+        nmc.geschiedenis_json(p_dv_id, p_notificatie_id, p_na_sequence, p_na_receipt, 0, p_limiet),
+        'receipts'
     )
-    FROM (
-        SELECT nmc.geschiedenis_json(
-            p_dv_id, p_notificatie_id, p_na_sequence, p_na_receipt, 0, p_limiet
-        ) AS g
-    ) AS g
 $$;
 COMMENT ON FUNCTION nmc.get_geschiedenis(integer, uuid, integer, bigint, integer) IS
 'Kept for the previous release, replaced by nmc.get_geschiedenis_v2: the same page, but '

@@ -12,10 +12,7 @@ DECLARE
     v_dv nmc.dienstverlener;
     v_vooruit boolean;
 BEGIN
-    SELECT * INTO v_dv FROM nmc.dienstverlener AS d WHERE d.dv_id = p_dv_id AND d.actief;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'unknown or inactive dienstverlener' USING ERRCODE = 'NM010';
-    END IF;
+    v_dv := nmc.feed_dienstverlener(p_dv_id);
     PERFORM nmc.check_cursor(v_dv, p_epoch, p_xid, p_uitgegeven_op);
 
     INSERT INTO nmc.bevestiging AS b (dv_id, epoch, xid, event_id, bevestigd_op)
@@ -94,19 +91,3 @@ COMMENT ON FUNCTION nmc.report_onbevestigd_v2() IS
 'on the DV''s beheer channel. Reads at most settings.onbevestigd_telgrens terminal events '
 'per DV (oldest first, from an index), so its cost does not grow with the log; afgekapt: '
 'every one read was overdue, the count means "at least".';
-
--- The previous release's form (without afgekapt), for its processes during a rolling
--- deploy; bounded the same way.
-CREATE OR REPLACE FUNCTION nmc.report_onbevestigd()
-RETURNS TABLE (dv_id integer, naam text, beheerkanaal text, aantal bigint, oudste timestamptz)
-LANGUAGE sql
-STABLE
-SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT r.dv_id, r.naam, r.beheerkanaal, r.aantal, r.oudste
-    FROM nmc.report_onbevestigd_v2() AS r
-$$;
-COMMENT ON FUNCTION nmc.report_onbevestigd() IS
-'nmc.report_onbevestigd_v2 without its afgekapt column (the previous release''s form; drop '
-'it in the next).';

@@ -86,10 +86,7 @@ AS $$
 DECLARE
     v_dv nmc.dienstverlener;
 BEGIN
-    SELECT * INTO v_dv FROM nmc.dienstverlener AS d WHERE d.dv_id = p_dv_id AND d.actief;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'unknown or inactive dienstverlener' USING ERRCODE = 'NM010';
-    END IF;
+    v_dv := nmc.feed_dienstverlener(p_dv_id);
     -- An expired cursor costs no call, as in nmc.page_events.
     IF p_xid IS NOT NULL THEN
         PERFORM nmc.check_cursor(v_dv, p_epoch, p_xid, p_uitgegeven_op);
@@ -122,21 +119,14 @@ AS $$
 DECLARE
     v_dv nmc.dienstverlener;
 BEGIN
-    SELECT * INTO v_dv FROM nmc.dienstverlener AS d WHERE d.dv_id = p_dv_id AND d.actief;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'unknown or inactive dienstverlener' USING ERRCODE = 'NM010';
-    END IF;
+    v_dv := nmc.feed_dienstverlener(p_dv_id);
     PERFORM nmc.check_replica(p_max_achterstand, NULL);
     -- Checked again against the standby's own state: the epoch and the dropped partitions
     -- it has replayed are the ones the page below is read under.
     IF p_xid IS NOT NULL THEN
         PERFORM nmc.check_cursor(v_dv, p_epoch, p_xid, p_uitgegeven_op);
     END IF;
-    RETURN nmc.read_events(
-        p_dv_id, coalesce(p_xid, '0'::xid8), coalesce(p_event_id, 0),
-        least(greatest(coalesce(p_limiet, v_dv.feed_max_pagina), 1), v_dv.feed_max_pagina),
-        (SELECT c.epoch FROM nmc.cluster_epoch AS c), nmc.now()
-    );
+    RETURN nmc.feed_pagina(v_dv, p_xid, p_event_id, p_limiet);
 END
 $$;
 COMMENT ON FUNCTION nmc.read_feed_pagina_v2(
@@ -185,37 +175,11 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF NOT EXISTS (
-        SELECT 1 FROM nmc.dienstverlener AS d WHERE d.dv_id = p_dv_id AND d.actief
-    ) THEN
-        RAISE EXCEPTION 'unknown or inactive dienstverlener' USING ERRCODE = 'NM010';
-    END IF;
+    PERFORM nmc.feed_dienstverlener(p_dv_id);
     -- A later page at least as new as the first (its watermark p_watermerk): see above.
     PERFORM nmc.check_replica(p_max_achterstand, p_watermerk);
-    -- One statement, so the page and the watermark come from one snapshot. The same
-    -- page as nmc.snapshot_notificaties (tests_sql/feed_replica.sql holds the two to it).
-    RETURN (
-        WITH pagina AS (
-            SELECT n.id, n.status, n.reden, n.versie, n.bijgewerkt_op
-            FROM nmc.notificatie AS n
-            WHERE n.dv_id = p_dv_id AND (p_na IS NULL OR n.id > p_na)
-            ORDER BY n.id
-            LIMIT least(greatest(p_limiet, 1), 10000)
-        )
-
-        SELECT pg_catalog.jsonb_build_object(
-            'notificaties', coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
-                'notificatieId', p.id, 'status', p.status, 'reden', p.reden,
-                'versie', p.versie, 'bijgewerktOp', p.bijgewerkt_op
-            ) ORDER BY p.id) FILTER (WHERE p.id IS NOT NULL), '[]'::jsonb),
-            'laatste', pg_catalog.max(p.id::text),
-            'epoch', (SELECT c.epoch FROM nmc.cluster_epoch AS c),
-            'xid', pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())::text,
-            'eventId', 0,
-            'uitgegevenOp', nmc.now()
-        )
-        FROM (SELECT 1) AS een LEFT JOIN pagina AS p ON true
-    );
+    -- The same page as nmc.snapshot_notificaties, from this standby's snapshot.
+    RETURN nmc.snapshot_pagina(p_dv_id, p_na, p_limiet);
 END
 $$;
 COMMENT ON FUNCTION nmc.read_snapshot_pagina_v2(integer, uuid, integer, xid8, double precision) IS

@@ -164,6 +164,46 @@ COMMENT ON FUNCTION nmc.read_events(integer, xid8, bigint, integer, integer, tim
 'watermark (xid, 0). Returns a feed page {events, xid, eventId, epoch, uitgegevenOp} '
 'as json; epoch and uitgegevenOp are the caller''s, for the cursor the shell seals.';
 
+CREATE OR REPLACE FUNCTION nmc.feed_dienstverlener(p_dv_id integer)
+RETURNS nmc.dienstverlener
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_dv nmc.dienstverlener;
+BEGIN
+    SELECT * INTO v_dv FROM nmc.dienstverlener AS d WHERE d.dv_id = p_dv_id AND d.actief;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'unknown or inactive dienstverlener' USING ERRCODE = 'NM010';
+    END IF;
+    RETURN v_dv;
+END
+$$;
+COMMENT ON FUNCTION nmc.feed_dienstverlener(integer) IS
+'Internal: the row of active DV p_dv_id, which every feed call (page, snapshot, '
+'acknowledgement, the standby''s reads) starts from; NM010 when it is unknown or inactive.';
+
+CREATE OR REPLACE FUNCTION nmc.feed_pagina(
+    p_dv nmc.dienstverlener, p_xid xid8, p_event_id bigint, p_limiet integer
+)
+RETURNS json
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT nmc.read_events(
+        p_dv.dv_id, coalesce(p_xid, '0'::xid8), coalesce(p_event_id, 0),
+        least(greatest(coalesce(p_limiet, p_dv.feed_max_pagina), 1), p_dv.feed_max_pagina),
+        (SELECT c.epoch FROM nmc.cluster_epoch AS c), nmc.now()
+    )
+$$;
+COMMENT ON FUNCTION nmc.feed_pagina(nmc.dienstverlener, xid8, bigint, integer) IS
+'Internal: the feed page of DV p_dv after position (p_xid, p_event_id) (NULL: from the '
+'start), nmc.read_events with p_limiet capped at the DV''s feed_max_pagina (NULL: that '
+'maximum), under the cluster''s epoch and the NMC clock. No checks, no call count: the page '
+'of nmc.page_events and nmc.read_feed_pagina_v2.';
+
 CREATE OR REPLACE FUNCTION nmc.page_events(
     p_dv_id integer,
     p_epoch integer,
@@ -180,19 +220,12 @@ AS $$
 DECLARE
     v_dv nmc.dienstverlener;
 BEGIN
-    SELECT * INTO v_dv FROM nmc.dienstverlener AS d WHERE d.dv_id = p_dv_id AND d.actief;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'unknown or inactive dienstverlener' USING ERRCODE = 'NM010';
-    END IF;
+    v_dv := nmc.feed_dienstverlener(p_dv_id);
     IF p_xid IS NOT NULL THEN
         PERFORM nmc.check_cursor(v_dv, p_epoch, p_xid, p_uitgegeven_op);
     END IF;
     PERFORM nmc.take_feed_aanroep(v_dv);
-    RETURN nmc.read_events(
-        p_dv_id, coalesce(p_xid, '0'::xid8), coalesce(p_event_id, 0),
-        least(greatest(coalesce(p_limiet, v_dv.feed_max_pagina), 1), v_dv.feed_max_pagina),
-        (SELECT c.epoch FROM nmc.cluster_epoch AS c), nmc.now()
-    );
+    RETURN nmc.feed_pagina(v_dv, p_xid, p_event_id, p_limiet);
 END
 $$;
 COMMENT ON FUNCTION nmc.page_events(integer, integer, xid8, bigint, timestamptz, integer) IS

@@ -77,24 +77,6 @@ COMMENT ON FUNCTION nmc.claim_navraag_v2(text, integer) IS
 'its NotifyNL id to look up and the Notify service of its berichttype (whose API key the '
 'look-up needs).';
 
--- The signature of the release before the service was returned, kept while a worker of
--- that release may still call it (a rolling deploy).
-CREATE OR REPLACE FUNCTION nmc.claim_navraag(p_eigenaar text, p_batch integer DEFAULT 20)
-RETURNS TABLE (
-    taak_id bigint, claim_epoch integer, notificatie_id uuid, poging_id uuid,
-    notifynl_id uuid, trace_id text
-)
-LANGUAGE sql
-SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT c.taak_id, c.claim_epoch, c.notificatie_id, c.poging_id, c.notifynl_id, c.trace_id
-    FROM nmc.claim_navraag_v2(p_eigenaar, p_batch) AS c
-$$;
-COMMENT ON FUNCTION nmc.claim_navraag(text, integer) IS
-'nmc.claim_navraag_v2 without the Notify service (superseded; kept for a rolling deploy, '
-'to be dropped in a later release).';
-
 CREATE OR REPLACE FUNCTION nmc.finish_navraag_v2(
     p_taak_id bigint,
     p_claim_epoch integer,
@@ -180,7 +162,7 @@ COMMENT ON FUNCTION nmc.finish_navraag_v2(
     bigint, integer, boolean, text, timestamptz, timestamptz, uuid, uuid, integer
 ) IS
 'Commits a reconciliation answer (fenced by epoch). Found with a final status: judged by '
-'nmc.apply_receipt. Found without one: asked again at the next moment of the schedule. '
+'nmc.apply_receipt_v2. Found without one: asked again at the next moment of the schedule. '
 'Not found (404), or NotifyNL''s retention over without an outcome: the attempt becomes '
 'onbekend and the notification bezorgstatus-onbekend (unless another attempt still runs), '
 'but an attempt of a terminal notification (bezorgstatus-onbekend aside) is left as it is; '

@@ -64,20 +64,6 @@ COMMENT ON FUNCTION nmc.kek_melding_afmelden(text) IS
 'is judged again at once over the workers still live (nmc.herwrap_doel_bijwerken). Returns '
 'the target. A worker that dies without it counts for three minutes.';
 
-CREATE OR REPLACE FUNCTION nmc.ensure_onderhoud(p_kek_actief text)
-RETURNS integer
-LANGUAGE sql
-SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-    -- A worker of the previous release names no owner: its workers count as one per KEK.
-    SELECT nmc.ensure_onderhoud_v2(p_kek_actief, 'vorige-release:' || p_kek_actief)
-$$;
-COMMENT ON FUNCTION nmc.ensure_onderhoud(text) IS
-'nmc.ensure_onderhoud_v2 for a worker of the previous release (no owner name: its workers '
-'report as one per KEK). Kept for that release; dropped in the release after '
-'(docs/migrations.md).';
-
 CREATE OR REPLACE FUNCTION nmc.herwrap_doel_bijwerken(p_nu timestamptz)
 RETURNS text
 LANGUAGE plpgsql
@@ -156,8 +142,8 @@ COMMENT ON FUNCTION nmc.kek_ids_levend() IS
 'a worker compares them with its ring at start-up and refuses to start without one of them '
 '(its sends would fail for good). Ids only, never key material.';
 
-CREATE OR REPLACE FUNCTION nmc.plan_onderhoud(
-    p_taak_id bigint, p_meer boolean, p_payload jsonb DEFAULT NULL
+CREATE OR REPLACE FUNCTION nmc.heropen_onderhoud(
+    p_taak_id bigint, p_payload jsonb, p_uitgesteld boolean, p_meer boolean
 )
 RETURNS timestamptz
 LANGUAGE plpgsql
@@ -166,50 +152,65 @@ AS $$
 DECLARE
     v_due timestamptz;
 BEGIN
-    -- The same row opens again: due at once while there is more, else after the job's pause.
+    -- The same row opens again. After a run: clean, due at once while there is more, else
+    -- after the job's pause. A deferral is not a failure: the tries (pogingen) stay as they
+    -- were, so a busy log never makes the job mislukt; each deferral in a row waits longer,
+    -- never longer than the job's own pause (its next run would come then anyway).
     UPDATE nmc.taak AS t
-    SET staat = 'open', lease_eigenaar = NULL, lease_tot = NULL, pogingen = 0, uitstellen = 0,
-        laatste_fout = NULL, payload = coalesce(p_payload, t.payload),
-        due = CASE WHEN p_meer THEN nmc.now() ELSE nmc.now() + w.herhaal_na END
+    SET staat = 'open', lease_eigenaar = NULL, lease_tot = NULL,
+        pogingen = CASE WHEN p_uitgesteld THEN t.pogingen ELSE 0 END,
+        uitstellen = CASE WHEN p_uitgesteld THEN t.uitstellen + 1 ELSE 0 END,
+        laatste_fout = CASE
+            WHEN p_uitgesteld THEN 'uitgesteld: het eventlog was bezet (lock_timeout)'
+        END,
+        payload = coalesce(p_payload, t.payload),
+        due = nmc.now() + CASE
+            WHEN p_uitgesteld THEN least(nmc.uitstel(t.uitstellen), w.herhaal_na)
+            WHEN p_meer THEN interval '0'
+            ELSE w.herhaal_na
+        END
     FROM nmc.onderhoudswerk AS w
     WHERE t.id = p_taak_id AND w.werk = t.payload ->> 'werk'
     RETURNING t.due INTO v_due;
     RETURN v_due;
 END
 $$;
+COMMENT ON FUNCTION nmc.heropen_onderhoud(bigint, jsonb, boolean, boolean) IS
+'Internal: reopens maintenance task p_taak_id (the caller has checked the epoch), without a '
+'lease; p_payload (when not NULL) replaces the payload (a job''s cursor). After a run '
+'(p_uitgesteld false): tries, deferrals and last error cleared, due now when p_meer (a full '
+'batch: more to do), else after its job''s herhaal_na. After a run that could not get its '
+'lock on the event log in time (p_uitgesteld): due after the growing backoff of its '
+'deferrals (nmc.uitstel), at most herhaal_na; uitstellen counts up, pogingen does not. '
+'Returns the new due; NULL for a task that is no maintenance job. Under nmc.plan_onderhoud '
+'and nmc.stel_onderhoud_uit.';
+
+CREATE OR REPLACE FUNCTION nmc.plan_onderhoud(
+    p_taak_id bigint, p_meer boolean, p_payload jsonb DEFAULT NULL
+)
+RETURNS timestamptz
+LANGUAGE sql
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT nmc.heropen_onderhoud(p_taak_id, p_payload, false, p_meer)
+$$;
 COMMENT ON FUNCTION nmc.plan_onderhoud(bigint, boolean, jsonb) IS
 'Internal: reopens a maintenance task after its run (the caller has checked the epoch): due '
 'now when p_meer (a full batch: more to do), else after its job''s herhaal_na; p_payload '
-'replaces the payload (a job''s cursor). Returns the new due.';
+'replaces the payload (a job''s cursor). Returns the new due (nmc.heropen_onderhoud).';
 
 CREATE OR REPLACE FUNCTION nmc.stel_onderhoud_uit(p_taak_id bigint, p_payload jsonb)
 RETURNS timestamptz
-LANGUAGE plpgsql
+LANGUAGE sql
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    v_due timestamptz;
-BEGIN
-    -- A deferral, not a failure: the tries (pogingen) stay as they were, so a busy log never
-    -- makes the job mislukt. Each deferral in a row waits longer, never longer than the job's
-    -- own pause (its next run would come then anyway).
-    UPDATE nmc.taak AS t
-    SET staat = 'open', lease_eigenaar = NULL, lease_tot = NULL,
-        due = nmc.now() + least(nmc.uitstel(t.uitstellen), w.herhaal_na),
-        uitstellen = t.uitstellen + 1,
-        laatste_fout = 'uitgesteld: het eventlog was bezet (lock_timeout)',
-        payload = coalesce(p_payload, t.payload)
-    FROM nmc.onderhoudswerk AS w
-    WHERE t.id = p_taak_id AND w.werk = t.payload ->> 'werk'
-    RETURNING t.due INTO v_due;
-    RETURN v_due;
-END
+    SELECT nmc.heropen_onderhoud(p_taak_id, p_payload, true, false)
 $$;
 COMMENT ON FUNCTION nmc.stel_onderhoud_uit(bigint, jsonb) IS
 'Internal: reopens a maintenance task whose run could not get its lock on the event log in '
 'time (55P03): due after the growing backoff of its deferrals (nmc.uitstel), at most its '
 'job''s herhaal_na; uitstellen counts up, pogingen does not (no failure); p_payload (when '
-'not NULL) replaces the payload. Returns the new due.';
+'not NULL) replaces the payload. Returns the new due (nmc.heropen_onderhoud).';
 
 CREATE OR REPLACE FUNCTION nmc.onderhoud_partities(p_payload jsonb)
 RETURNS jsonb

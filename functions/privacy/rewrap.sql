@@ -30,6 +30,6 @@ COMMENT ON FUNCTION nmc.list_rewrap_v2(text, uuid, integer) IS
 'order, for KEK rotation: each with its KEK and, only when it still needs a rewrap to '
 'p_naar_kek (a live key under another KEK), its wrapped data key; NULL otherwise. The last '
 'id is the next cursor; an empty result ends the pass. Every call reads at most one batch '
-'of rows, unlike nmc.list_rewrap (kept for an admin of the previous release), which skipped '
-'the rows already rewrapped from the start of the table on every call. Runs with the '
+'of rows (the first form, since dropped, skipped the rows already rewrapped from the start '
+'of the table on every call). Runs with the '
 'caller''s rights: only the admin (a member of nmc_owner) calls it.';

@@ -64,23 +64,6 @@ COMMENT ON FUNCTION nmc.process_wissen(integer) IS
 'terminal is left alone (its task closes), one still within the term keeps its task open. '
 'Returns how many were erased.';
 
-CREATE OR REPLACE FUNCTION nmc.list_rewrap(p_naar_kek text, p_batch integer DEFAULT 500)
-RETURNS TABLE (notificatie_id uuid, kek_id text, sleutel_gewrapt bytea)
-LANGUAGE sql
-STABLE
-SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT n.id, n.kek_id, n.sleutel_gewrapt
-    FROM nmc.notificatie AS n
-    WHERE n.sleutel_gewrapt IS NOT NULL AND n.kek_id <> p_naar_kek
-    ORDER BY n.id
-    LIMIT least(greatest(p_batch, 1), 5000)
-$$;
-COMMENT ON FUNCTION nmc.list_rewrap(text, integer) IS
-'A batch of wrapped data keys not yet under KEK p_naar_kek, for KEK rotation: the shell '
-'unwraps and rewraps them in memory and stores them with nmc.store_rewrap.';
-
 CREATE OR REPLACE FUNCTION nmc.store_rewrap(
     p_ids uuid[], p_oude_kek text[], p_sleutels bytea[], p_naar_kek text
 )

@@ -355,24 +355,3 @@ COMMENT ON FUNCTION nmc.apply_receipt_v2(
 'NotifyNL''s status, id, source times and template from the receipt, the result, whether '
 'it changed the outcome (the attempt''s or the notification''s) and whether it came after '
 'the final status. Returns nmc.judge_receipt''s answer. Internal.';
-
-CREATE OR REPLACE FUNCTION nmc.apply_receipt(
-    p_poging_id uuid,
-    p_notifynl_id uuid,
-    p_status text,
-    p_completed_at timestamptz,
-    p_sent_at timestamptz
-)
-RETURNS text
-LANGUAGE sql
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT nmc.apply_receipt_v2(
-        p_poging_id, p_notifynl_id, p_status, p_completed_at, p_sent_at, 'navraag', nmc.now(),
-        NULL, NULL
-    )
-$$;
-COMMENT ON FUNCTION nmc.apply_receipt(uuid, uuid, text, timestamptz, timestamptz) IS
-'The signature before the receipt history (the reconciliation''s call of the previous '
-'release): nmc.apply_receipt_v2 as a reconciliation answer received now, without a '
-'template. Internal; to be dropped in a later release.';

@@ -137,27 +137,6 @@ COMMENT ON FUNCTION nmc.store_receipts_v2(
 'counted, not stored). The API gathers concurrent callbacks into one call and answers '
 'each 200 after it commits. NM016: empty, too long or unequal arrays.';
 
-CREATE OR REPLACE FUNCTION nmc.store_receipts(
-    p_references text[],
-    p_notifynl_ids uuid[],
-    p_statussen text[],
-    p_completed_at timestamptz[],
-    p_sent_at timestamptz[]
-)
-RETURNS TABLE (item integer, resultaat text)
-LANGUAGE sql
-SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT r.item, r.resultaat
-    FROM nmc.store_receipts_v2(
-        p_references, p_notifynl_ids, p_statussen, p_completed_at, p_sent_at, NULL, NULL
-    ) AS r
-$$;
-COMMENT ON FUNCTION nmc.store_receipts(text[], uuid[], text[], timestamptz[], timestamptz[]) IS
-'The signature before the template went with the receipt (an API process of the previous '
-'release): nmc.store_receipts_v2 without template arrays. To be dropped in a later release.';
-
 CREATE OR REPLACE FUNCTION nmc.store_receipt(
     p_reference text,
     p_notifynl_id uuid,

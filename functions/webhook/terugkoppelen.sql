@@ -162,27 +162,6 @@ COMMENT ON FUNCTION nmc.claim_terugkoppelen_v2(text, integer) IS
 'webhook with a gap is claimed without a URL (the worker closes the task). Drop it in the '
 'next release.';
 
-CREATE OR REPLACE FUNCTION nmc.claim_terugkoppelen(p_eigenaar text, p_batch integer DEFAULT 5)
-RETURNS TABLE (
-    taak_id bigint, claim_epoch integer, dv_id integer, webhook_url text, epoch integer,
-    pagina json
-)
-LANGUAGE sql
-SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-    -- No URL for a webhook whose URL was not validated, nor for one with a gap: close the
-    -- task (this form's workers do not validate).
-    SELECT
-        c.taak_id, c.claim_epoch, c.dv_id,
-        CASE WHEN c.gevalideerd AND NOT c.gat THEN c.webhook_url END, c.epoch, c.pagina
-    FROM nmc.claim_terugkoppelen_v3(p_eigenaar, p_batch) AS c
-$$;
-COMMENT ON FUNCTION nmc.claim_terugkoppelen(text, integer) IS
-'An earlier release''s form of nmc.claim_terugkoppelen_v3: the URL is NULL (close the task) '
-'when the DV is inactive, has no webhook, its URL is not validated or its position has a '
-'gap; else the next batch as a feed page. Drop it in the next release.';
-
 CREATE OR REPLACE FUNCTION nmc.finish_terugkoppelen_v2(
     p_taak_id bigint,
     p_claim_epoch integer,
@@ -278,28 +257,6 @@ COMMENT ON FUNCTION nmc.finish_terugkoppelen_v2(bigint, integer, text, xid8, big
 'DV''s webhook_max_mislukt failures on the webhook pauses, the pause doubling up to '
 'webhook_pauze_max; geleverd_op is not touched. weg (410 from the DV): the webhook is '
 'disabled until resumed.';
-
--- The form of the previous release (its workers may call it during a rolling deploy): no
--- epoch of the batch, so no check of it.
-CREATE OR REPLACE FUNCTION nmc.finish_terugkoppelen(
-    p_taak_id bigint,
-    p_claim_epoch integer,
-    p_uitkomst text,
-    p_xid xid8 DEFAULT NULL,
-    p_event_id bigint DEFAULT NULL
-)
-RETURNS text
-LANGUAGE sql
-SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT nmc.finish_terugkoppelen_v2(
-        p_taak_id, p_claim_epoch, p_uitkomst, p_xid, p_event_id, NULL
-    )
-$$;
-COMMENT ON FUNCTION nmc.finish_terugkoppelen(bigint, integer, text, xid8, bigint) IS
-'The previous release''s form of nmc.finish_terugkoppelen_v2, without the batch''s epoch '
-'(kept for workers of that release during a rolling deploy; drop it in the next).';
 
 CREATE OR REPLACE FUNCTION nmc.resume_webhook(p_dv_id integer)
 RETURNS text

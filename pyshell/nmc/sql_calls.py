@@ -1,9 +1,10 @@
 """Calling the database: a named query of queries.sql with its parameters, on a connection of
 a pool, answered as rows.
 
-The one calling convention of the API and the worker: `fetch_all(pool, "name", {...})`,
-`fetch_one` and `fetch_value`. The rows are the pool's own (the API's tuples, the worker's
-named tuples) unless `row_type` names a dataclass to build from the columns by name.
+The one calling convention of the API, the worker and the console: `fetch_all(pool, "name",
+{...})`, `fetch_one` and `fetch_value`. The rows are the pool's own (the API's tuples, the
+worker's named tuples) unless `row_type` names a dataclass to build from the columns by name,
+or `dict` (the console's rows: column name to value).
 What each side adds stays on its side: the worker retries deadlocks and turns a stale claim
 into an exception (nmc.worker.db), the API maps errors to problems.
 """
@@ -13,7 +14,7 @@ from typing import Any
 
 from psycopg import AsyncConnection, AsyncCursor
 from psycopg.adapt import Loader
-from psycopg.rows import class_row
+from psycopg.rows import class_row, dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from nmc.queries import QUERIES
@@ -66,10 +67,13 @@ async def _execute(
     loaders: Mapping[str, type[Loader]] | None = None,
 ) -> AsyncCursor[Any]:
     """Query `name` executed on a cursor with the connection's rows, or building `row_type`
-    from the columns by name."""
+    (a dataclass, or dict) from the columns by name."""
     if row_type is None and not loaders:
         return await conn.execute(QUERIES[name], params)
-    cursor = conn.cursor(row_factory=class_row(row_type)) if row_type else conn.cursor()
+    if row_type is dict:
+        cursor = conn.cursor(row_factory=dict_row)
+    else:
+        cursor = conn.cursor(row_factory=class_row(row_type)) if row_type else conn.cursor()
     for type_name, loader in (loaders or {}).items():
         cursor.adapters.register_loader(type_name, loader)
     return await cursor.execute(QUERIES[name], params)

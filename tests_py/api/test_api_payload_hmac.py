@@ -116,8 +116,8 @@ def test_replay_of_a_row_from_before_the_payload_pepper(client, conn, api_env, d
     canonical = idempotency_form(validation.validate_decentraal(body, now=NOW))
     oud_id = uuid.uuid4()
     conn.execute(
-        "SELECT nmc.intake_notificatie(%s, %s, 'aanslag', 'decentraal', %s, %s::smallint, %s, "
-        "'\\x0a', '\\x0b', '\\x0c', 'kek-test-1', NULL, NULL, %s)",
+        "SELECT nmc.intake_notificatie_v3(%s, %s, 'aanslag', 'decentraal', %s, %s::smallint, %s, "
+        "0::smallint, '\\x0a', '\\x0b', '\\x0c', 'kek-test-1', NULL, NULL, %s, NULL, NULL)",
         [oud_id, dvs["A"], dvref_mac, dvref_versie, payload_hash(canonical),
          secrets.token_hex(16)],
     )  # fmt: skip

@@ -61,8 +61,8 @@ def _intake(conn: psycopg.Connection, dv_id: int, ring: KekRing, recipient: str)
     SCAN.register(DVREF, dvref)
     sealed = seal(notificatie_id, dv_id, recipient, {"naam": "Jansen-Testpersoon"}, ring=ring)
     conn.execute(
-        "SELECT nmc.intake_notificatie(%s, %s, 'aanslag', 'decentraal', %s, 1::smallint, %s,"
-        " %s, %s, %s, %s, NULL, NULL, %s)",
+        "SELECT nmc.intake_notificatie_v3(%s, %s, 'aanslag', 'decentraal', %s, 1::smallint, %s,"
+        " 0::smallint, %s, %s, %s, %s, NULL, NULL, %s, NULL, NULL)",
         [
             notificatie_id, dv_id, secrets.token_bytes(32),
             secrets.token_bytes(32), sealed.recipient, sealed.berichtgegevens,

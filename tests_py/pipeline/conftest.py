@@ -152,8 +152,8 @@ def intake(conn: psycopg.Connection, dv_id: int, ring: KekRing):
         SCAN.register_sealed(recipient, gegevens)  # personal: scanned for in every output
         sealed = seal(notificatie_id, dv_id, recipient, gegevens or {"naam": "Test"}, ring=ring)
         row = conn.execute(
-            "SELECT notificatie_id FROM nmc.intake_notificatie(%s, %s, %s, %s::nmc.regie, %s, "
-            "1::smallint, %s, %s, %s, %s, %s, %s, NULL, %s, %s)",
+            "SELECT notificatie_id FROM nmc.intake_notificatie_v3(%s, %s, %s, %s::nmc.regie, %s, "
+            "1::smallint, %s, 0::smallint, %s, %s, %s, %s, %s, NULL, %s, %s, NULL)",
             [
                 notificatie_id,
                 dv_id,

@@ -254,8 +254,8 @@ def intake_for(conn: psycopg.Connection, dv_id: int, ring: KekRing):
         SCAN.register_sealed(recipient, None)
         sealed = seal(notificatie_id, dv_id, recipient, {"naam": "Test"}, ring=ring)
         return conn.execute(
-            "SELECT notificatie_id FROM nmc.intake_notificatie(%s, %s, 'aanslag', 'decentraal',"
-            " %s, 1::smallint, %s, %s, %s, %s, %s, NULL, NULL, %s, NULL)",
+            "SELECT notificatie_id FROM nmc.intake_notificatie_v3(%s, %s, 'aanslag', 'decentraal',"
+            " %s, 1::smallint, %s, 0::smallint, %s, %s, %s, %s, NULL, NULL, %s, NULL, NULL)",
             [
                 notificatie_id,
                 dv_id,

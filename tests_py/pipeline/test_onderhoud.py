@@ -121,7 +121,7 @@ def _partities_claimed(conn) -> tuple[int, int]:
     )
     conn.execute("ALTER TABLE nmc.event_x000000000000 OWNER TO nmc_owner")
     conn.execute("UPDATE nmc.event_partitie SET xid_tot = %s::text::xid8", [str(eind)])
-    conn.execute("SELECT nmc.ensure_onderhoud('kek-1')")
+    conn.execute("SELECT nmc.ensure_onderhoud_v2('kek-1', 'w-kek-1')")
     [(taak_id, epoch)] = conn.execute(
         "SELECT c.taak_id, c.claim_epoch FROM nmc.claim_taken('onderhoud', 'w1', 10) AS c"
         " WHERE c.payload ->> 'werk' = 'partities'"

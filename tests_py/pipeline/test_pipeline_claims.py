@@ -43,8 +43,8 @@ def worker_url(db_url: str) -> str:
 
 
 BULK_INTAKE = """
-SELECT count(*) FROM nmc.intake_notificaties(
-    %(dv)s, 'decentraal', 1::smallint, 'kek-1', NULL,
+SELECT count(*) FROM nmc.intake_notificaties_v3(
+    %(dv)s, 'decentraal', 1::smallint, 0::smallint, 'kek-1', NULL,
     (SELECT array_agg(gen_random_uuid()) FROM generate_series(1, %(n)s)),
     array_fill('aanslag'::text, ARRAY[%(n)s]),
     (SELECT array_agg(sha256(gen_random_uuid()::text::bytea)) FROM generate_series(1, %(n)s)),
@@ -54,7 +54,8 @@ SELECT count(*) FROM nmc.intake_notificaties(
     array_fill('\\x03'::bytea, ARRAY[%(n)s]),
     array_fill(NULL::timestamptz, ARRAY[%(n)s]),
     array_fill('0123456789abcdef0123456789abcdef'::text, ARRAY[%(n)s]),
-    array_fill(NULL::text, ARRAY[%(n)s])
+    array_fill(NULL::text, ARRAY[%(n)s]),
+    NULL
 )
 """
 

@@ -50,11 +50,9 @@ import httpx
 import jwt
 
 from .problems import NmcClientError
-from .webhook import KEY_USE_MEMBER, JwksUnavailable
+from .webhook import ALLOWED_ALGORITHMS, KeyRefused, published_key
 
 TYP = "afleverbewijs+jwt"
-ALLOWED_ALGORITHMS = ("ES256", "RS256")
-_KEY_TYPE = {"RS256": "RSA", "ES256": "EC"}
 MAX_PROOF_LENGTH = 4 * 1024 * 1024
 PROOF_USE = "afleverbewijs"
 RETIRED_AT_MEMBER = "nmc_ingetrokken_op"
@@ -182,8 +180,10 @@ def verify_afleverbewijs(
         raise BewijsOngeldig(f"not a delivery proof (typ is not {TYP})")
     if not isinstance(kid, str) or not kid:
         raise BewijsOngeldig("the JWS names no key (kid)")
-    jwk = _proof_jwk(keys, kid, alg)
-    key = _public_key(jwk, alg)
+    try:
+        jwk, key = published_key(keys, kid, alg, PROOF_USE, "a delivery-proof key")
+    except KeyRefused as refused:
+        raise BewijsOngeldig(refused.reason) from None
     try:
         claims = jwt.decode(
             jws,
@@ -358,18 +358,6 @@ def _duur(value: Any) -> timedelta | None:
     )
 
 
-def _proof_jwk(keys: KeySource, kid: str, alg: str) -> Mapping[str, Any]:
-    try:
-        jwk = keys.key(kid)
-    except JwksUnavailable:
-        raise BewijsOngeldig("the NMC's keys are unavailable") from None
-    if jwk is None:
-        raise BewijsOngeldig("unknown key (kid)")
-    if jwk.get(KEY_USE_MEMBER) != PROOF_USE:
-        raise BewijsOngeldig("the key is not a delivery-proof key of the NMC")
-    return jwk
-
-
 def _check_not_retired(jwk: Mapping[str, Any], claims: Mapping[str, Any]) -> None:
     """A retired key verifies only a proof issued before it was retired."""
     if RETIRED_AT_MEMBER not in jwk:
@@ -392,17 +380,6 @@ def _moment(value: Any) -> datetime | None:
     except ValueError:
         return None
     return moment if moment.tzinfo is not None else None
-
-
-def _public_key(jwk: Mapping[str, Any], alg: str) -> Any:
-    if jwk.get("kty") != _KEY_TYPE[alg] or jwk.get("alg", alg) != alg:
-        raise BewijsOngeldig("the key does not fit the algorithm")
-    if alg == "ES256" and jwk.get("crv") != "P-256":
-        raise BewijsOngeldig("the key does not fit the algorithm")
-    try:
-        return jwt.PyJWK(dict(jwk), algorithm=alg).key
-    except jwt.PyJWTError:
-        raise BewijsOngeldig("the published key cannot be read") from None
 
 
 # -------------------------------------------------------------------------------------------

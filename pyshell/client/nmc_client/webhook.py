@@ -70,6 +70,40 @@ class JwksUnavailable(NmcClientError):
     """The NMC's JWKS could not be fetched and no earlier copy is held."""
 
 
+class KeyRefused(NmcClientError):
+    """The published key `kid` cannot verify a token or proof signed with `alg`: `reason`
+    says why (`unavailable`: the JWKS itself could not be had)."""
+
+    def __init__(self, reason: str, *, unavailable: bool = False):
+        super().__init__(reason)
+        self.reason = reason
+        self.unavailable = unavailable
+
+
+def published_key(
+    keys: Any, kid: str, alg: str, use: str, what: str
+) -> tuple[Mapping[str, Any], Any]:
+    """The JWK `kid` of `keys` (anything with `key(kid)`, such as a JwksCache) and its public
+    key for `alg`, when the NMC marks it as a key of ring `use` (`what` names that ring in the
+    refusal) and its type, curve and `alg` fit `alg`; KeyRefused otherwise."""
+    try:
+        jwk = keys.key(kid)
+    except JwksUnavailable:
+        raise KeyRefused("the NMC's keys are unavailable", unavailable=True) from None
+    if jwk is None:
+        raise KeyRefused("unknown key (kid)")
+    if jwk.get(KEY_USE_MEMBER) != use:
+        raise KeyRefused(f"the key is not {what} of the NMC")
+    if jwk.get("kty") != _KEY_TYPE[alg] or jwk.get("alg", alg) != alg:
+        raise KeyRefused("the key does not fit the algorithm")
+    if alg == "ES256" and jwk.get("crv") != "P-256":
+        raise KeyRefused("the key does not fit the algorithm")
+    try:
+        return jwk, jwt.PyJWK(dict(jwk), algorithm=alg).key
+    except jwt.PyJWTError:
+        raise KeyRefused("the published key cannot be read") from None
+
+
 class JwksCache:
     """The NMC's JWKS by kid, fetched with the client's own httpx client (its TLS, proxies and
     timeouts), held `max_age`, fetched again for an unknown kid at most every
@@ -210,21 +244,10 @@ class WebhookVerifier:
 
     def _public_key(self, kid: str, alg: str) -> Any:
         try:
-            jwk = self.jwks.key(kid)
-        except JwksUnavailable:
-            raise WebhookRejected("the NMC's keys are unavailable", status=503) from None
-        if jwk is None:
-            raise WebhookRejected("unknown key (kid)")
-        if jwk.get(KEY_USE_MEMBER) != WEBHOOK_USE:
-            raise WebhookRejected("the key is not a webhook key of the NMC")
-        if jwk.get("kty") != _KEY_TYPE[alg] or jwk.get("alg", alg) != alg:
-            raise WebhookRejected("the key does not fit the algorithm")
-        if alg == "ES256" and jwk.get("crv") != "P-256":
-            raise WebhookRejected("the key does not fit the algorithm")
-        try:
-            return jwt.PyJWK(dict(jwk), algorithm=alg).key
-        except jwt.PyJWTError:
-            raise WebhookRejected("the published key cannot be read") from None
+            return published_key(self.jwks, kid, alg, WEBHOOK_USE, "a webhook key")[1]
+        except KeyRefused as refused:
+            status = 503 if refused.unavailable else 401
+            raise WebhookRejected(refused.reason, status=status) from None
 
     def _decode(self, token: str, key: Any, alg: str) -> dict[str, Any]:
         try:

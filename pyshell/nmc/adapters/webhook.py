@@ -12,7 +12,7 @@ The cursor is sealed with the API's codec (nmc.feed_cursor), so the DV can PUT i
 /notificaties/wijzigingen/bevestiging or continue the feed from it. Redirects are not
 followed: the token's `aud` names this URL only.
 
-The DV's answer becomes an outcome word for nmc.finish_terugkoppelen: 2xx `geleverd`, 410
+The DV's answer becomes an outcome word for nmc.finish_terugkoppelen_v2: 2xx `geleverd`, 410
 `weg` (the DV wants no more calls), anything else, a timeout or a connection error
 `mislukt`, with a short error class (`webhook-http-503`, `webhook-timeout`) that names no URL
 and no content.
@@ -87,7 +87,7 @@ class WebhookClient:
         return await pin_target(url, self._beleid, self._resolver)
 
     def batch(self, dv_id: int, page: Mapping[str, Any]) -> Batch:
-        """The body and the `Nmc-Cursor` of a non-empty page of nmc.claim_terugkoppelen."""
+        """The body and the `Nmc-Cursor` of a non-empty page of nmc.claim_terugkoppelen_v3."""
         events = page["events"]
         if not events:
             raise ValueError("an empty page is not delivered")

@@ -1,7 +1,7 @@
 """Group commit for NotifyNL's callbacks.
 
 Receipts that arrive while a store is under way go together into the next
-`nmc.store_receipts` call: one round trip and one commit for all of them, and each
+`nmc.store_receipts_v2` call: one round trip and one commit for all of them, and each
 callback is answered after that commit, exactly as if it had been stored alone. A lone
 receipt is stored at once (no timer, no added latency); under load the batches grow by
 themselves, which is what lets one API process keep up with NotifyNL's bursts. The

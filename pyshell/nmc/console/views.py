@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from nmc import sqlstates
+from nmc import sql_calls, sqlstates
 from nmc.api.auth_errors import JwksUnavailable, Unauthenticated
 from nmc.console.auth import (
     COOKIE,
@@ -38,7 +38,6 @@ from nmc.console.auth import (
     session_hash,
 )
 from nmc.console.settings import ConsoleSettings
-from nmc.queries import QUERIES
 
 MAX_FORM_BYTES = 16 * 1024
 LEEG = "\u2013"  # an en dash: no value
@@ -284,10 +283,11 @@ def error_page(request: Request, operator: Operator | None, status: int, message
 
 
 async def rows(request: Request, name: str, params: dict[str, Any] | None = None) -> list[dict]:
-    async with console_of(request).pool.connection() as conn:
-        cursor = await conn.execute(QUERIES[name], params or {})
-        names = [column.name for column in cursor.description or []]
-        return [dict(zip(names, row, strict=True)) for row in await cursor.fetchall()]
+    """Every row of the console's query `name`, as a dict by column name: every read and
+    action of the console goes through here, on the one calling convention (nmc.sql_calls)."""
+    return await sql_calls.fetch_all(
+        console_of(request).pool, name, params or sql_calls.NO_PARAMS, row_type=dict
+    )
 
 
 async def nmc_now(request: Request) -> datetime:

@@ -16,7 +16,7 @@ runs it and no deployment needs a worker of its own for it.
   nmc.finish_template_verversen plans the next run (every 15 minutes by default, at once for
   a template nmc.markeer_template_verouderd marked).
 
-nmc.ensure_onderhoud keeps one open task per job and registers this worker's active KEK: at
+nmc.ensure_onderhoud_v2 keeps one open task per job and registers this worker's active KEK: at
 the first round and then once a minute. Each run is its own short transaction (two for a
 re-wrap: list, then store)."""
 

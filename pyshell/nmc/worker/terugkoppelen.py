@@ -1,9 +1,9 @@
 """Webhook delivery (`terugkoppelen`, SPEC §7): one task per DV with a webhook POSTs the next
 batch of its events, from the DV's own delivery position, to the registered URL.
 
-nmc.claim_terugkoppelen hands over the URL and the batch (at most the DV's maxBatch, below
+nmc.claim_terugkoppelen_v3 hands over the URL and the batch (at most the DV's maxBatch, below
 the visibility watermark) as a feed page; nmc.adapters.webhook turns it into the signed call.
-nmc.finish_terugkoppelen decides what the answer means: `geleverd` (2xx) moves the delivery
+nmc.finish_terugkoppelen_v2 decides what the answer means: `geleverd` (2xx) moves the delivery
 position, which is not an acknowledgement; `mislukt` backs off and, after the DV's maxMislukt,
 pauses with growing waits; `weg` (410) disables the webhook until the DV resumes it. One
 batch per call and one call per task: never a retry per event, never from zero. A worker
