@@ -30,6 +30,7 @@ import httpx
 
 from nmc.adapters.http import Deferral, request, traceparent
 from nmc.peppers import PURPOSE_DVREF, Peppers, peppers
+from nmc.tracing import worker as tracing
 
 SERVICE = "ldv"
 RESOURCE = {"service.name": "nmc", "service.namespace": "moza"}
@@ -174,6 +175,7 @@ class Ldv:
             },
         )
         await self._sink.write(record)
+        tracing.link_ldv(trace_id, record["span_id"])
         return traceparent(trace_id, record["span_id"])
 
     async def register_verstrekking(
@@ -185,6 +187,7 @@ class Ldv:
         written; returns the `traceparent` of the call."""
         record = span_record(trace_id, name, verstrekking_attributes(dv_id, notificatie_ids))
         await self._sink.write(record)
+        tracing.link_ldv(trace_id, record["span_id"])
         return traceparent(trace_id, record["span_id"])
 
     async def aclose(self) -> None:
