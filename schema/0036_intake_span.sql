@@ -2,8 +2,8 @@
 -- the notification (the DV's `traceparent`, or a new one) is its trace id (trace_id, which
 -- every task copies) and the span id of the NMC's intake span. A task's span, hours or days
 -- later, links to that span (nmc.intake_sporen). NULL for notifications accepted before.
-ALTER TABLE nmc.notificatie ADD COLUMN intake_span_id text CONSTRAINT notificatie_intake_span_id_check
-CHECK (
+ALTER TABLE nmc.notificatie ADD COLUMN intake_span_id text
+CONSTRAINT notificatie_intake_span_id_check CHECK (
     pg_catalog.octet_length(intake_span_id) = 16
     AND pg_catalog.ltrim(intake_span_id, '0123456789abcdef') = ''
     AND intake_span_id <> '0000000000000000'

@@ -25,15 +25,15 @@ SELECT results_eq(
 
 CREATE TEMP TABLE batch_v4 AS
 SELECT * FROM nmc.intake_notificaties_v4(
-          1001, 'decentraal', 1::smallint, 1::smallint, 'kek-1', NULL,
-          ARRAY[gen_random_uuid(), gen_random_uuid()], ARRAY['aanslag', 'aanslag'],
-          ARRAY[pg_temp.b32('span-2'), pg_temp.b32('span-3')],
-          ARRAY[pg_temp.b32('p'), pg_temp.b32('p')], ARRAY['\x01'::bytea, '\x01'],
-          ARRAY['\x02'::bytea, '\x02'], ARRAY['\x03'::bytea, '\x03'],
-          ARRAY[NULL::timestamptz, NULL],
-          ARRAY['0af7651916cd43dd8448eb211c80319c', '0af7651916cd43dd8448eb211c80319c'],
-          ARRAY['00f067aa0ba902b7', '00f067aa0ba902b8'], ARRAY[NULL::text, NULL], NULL
-      );
+    1001, 'decentraal', 1::smallint, 1::smallint, 'kek-1', NULL,
+    ARRAY[gen_random_uuid(), gen_random_uuid()], ARRAY['aanslag', 'aanslag'],
+    ARRAY[pg_temp.b32('span-2'), pg_temp.b32('span-3')],
+    ARRAY[pg_temp.b32('p'), pg_temp.b32('p')], ARRAY['\x01'::bytea, '\x01'],
+    ARRAY['\x02'::bytea, '\x02'], ARRAY['\x03'::bytea, '\x03'],
+    ARRAY[NULL::timestamptz, NULL],
+    ARRAY['0af7651916cd43dd8448eb211c80319c', '0af7651916cd43dd8448eb211c80319c'],
+    ARRAY['00f067aa0ba902b7', '00f067aa0ba902b8'], ARRAY[NULL::text, NULL], NULL
+);
 SELECT results_eq(
     $$SELECT r.item, n.intake_span_id FROM batch_v4 AS r
       INNER JOIN nmc.notificatie AS n ON n.id = r.notificatie_id
@@ -84,12 +84,12 @@ SELECT results_eq(
 );
 CREATE TEMP TABLE batch_v3 AS
 SELECT * FROM nmc.intake_notificaties_v3(
-          1001, 'decentraal', 1::smallint, 1::smallint, 'kek-1', NULL,
-          ARRAY[gen_random_uuid()], ARRAY['aanslag'], ARRAY[pg_temp.b32('span-8')],
-          ARRAY[pg_temp.b32('p')], ARRAY['\x01'::bytea], ARRAY['\x02'::bytea],
-          ARRAY['\x03'::bytea], ARRAY[NULL::timestamptz],
-          ARRAY['0af7651916cd43dd8448eb211c80319c'], ARRAY[NULL::text], NULL
-      );
+    1001, 'decentraal', 1::smallint, 1::smallint, 'kek-1', NULL,
+    ARRAY[gen_random_uuid()], ARRAY['aanslag'], ARRAY[pg_temp.b32('span-8')],
+    ARRAY[pg_temp.b32('p')], ARRAY['\x01'::bytea], ARRAY['\x02'::bytea],
+    ARRAY['\x03'::bytea], ARRAY[NULL::timestamptz],
+    ARRAY['0af7651916cd43dd8448eb211c80319c'], ARRAY[NULL::text], NULL
+);
 SELECT results_eq(
     $$SELECT r.item, r.nieuw, n.intake_span_id FROM batch_v3 AS r
       INNER JOIN nmc.notificatie AS n ON n.id = r.notificatie_id$$,
