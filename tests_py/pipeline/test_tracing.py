@@ -12,7 +12,8 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
-from pipelinetest import DV_OIN, advance, callbacks_settled, sim_get, wait_for
+from pipelinetest import DV_OIN, advance, callbacks_settled, set_faults, sim_get, wait_for
+from test_pipeline_worker import seed_party
 
 from nmc import tracing
 from nmc.admin.dev_iam import issue_dev_token
@@ -59,19 +60,31 @@ def story(spans) -> str:
     return "\n".join(lines)
 
 
-def intake(api_url: str, tmp_path, monkeypatch, headers: dict[str, str]) -> httpx.Response:
+def intake(
+    api_url: str, tmp_path, monkeypatch, headers: dict[str, str], **recipient: str
+) -> httpx.Response:
+    """A decentraal intake over HTTP (centraal when `recipient` names a party)."""
     monkeypatch.setenv("NMC_DEV_IAM_KEY_FILE", str(tmp_path / "iam.pem"))
     token = issue_dev_token(DV_OIN, issuer="https://iam.test", audience="nmc")
+    regie = "centraal" if recipient else "decentraal"
     return httpx.post(
-        f"{api_url}{BASE_PATH}/decentraal/notificaties",
+        f"{api_url}{BASE_PATH}/{regie}/notificaties",
         json={
             "dvRef": f"trace-zaak-{uuid.uuid4()}",
             "berichtType": "aanslag",
-            "emailAdres": "bezorgd+spoor@voorbeeld.nl",
+            **(recipient or {"emailAdres": "bezorgd+spoor@voorbeeld.nl"}),
             "berichtgegevens": {"naam": "Spoorzoeker B.V."},
         },
         headers={"Authorization": f"Bearer {token}", **headers},
     )
+
+
+def intake_links(span) -> list[tuple[str, str]]:
+    return [
+        (hex_trace(link.context), hex_span(link.context))
+        for link in span.links
+        if (link.attributes or {}).get("nmc.link") == "intake"
+    ]
 
 
 async def test_one_notification_is_one_story_of_linked_spans(
@@ -170,3 +183,44 @@ async def test_tracing_off_stores_the_span_id_of_the_response(
         [response.json()["notificatieId"]],
     ).fetchone()
     assert stored == (trace_id, span_id)
+
+
+async def test_reconciliation_and_every_outbound_call_are_traced(
+    traced, sim, callbacks, worker, dv_id, conn, tmp_path, monkeypatch
+):
+    seed_party(sim, "44445555", [{"waarde": "bezorgd+spoor@bedrijf.nl"}], soort="KVK")
+    set_faults(sim, lose_rate=1.0)  # the callback is lost: reconciliation finds the outcome
+    response = intake(
+        callbacks, tmp_path, monkeypatch, {},
+        identificatieType="KVK", identificatieNummer="44445555",
+    )  # fmt: skip
+    assert response.status_code == 202, response.text
+    await worker.drain(["verzenden"])
+    callbacks_settled(sim, 1)
+    advance(conn, "1 hour 1 minute")
+    assert await worker.drain(["reconciliëren"]) == 1
+    spans = traced.get_finished_spans()
+    (intake_span,) = [s for s in spans if s.kind == SpanKind.SERVER and "centraal" in s.name]
+    intake_ctx = (hex_trace(intake_span.context), hex_span(intake_span.context))
+    tasks = {s.name: s for s in spans if s.kind == SpanKind.CONSUMER}
+    assert set(tasks) == {"verzenden", "reconciliëren"}
+    for span in tasks.values():
+        assert intake_links(span) == [intake_ctx]
+    assert tasks["reconciliëren"].attributes["nmc.taak.uitkomst"] == "bezorgd"
+
+    # Profielservice, LDV and NotifyNL each saw the traceparent of a client span that is a
+    # child of a task's span: the calls join the task's trace.
+    task_ids = {s.context.span_id for s in tasks.values()}
+    clients = {
+        f"00-{hex_trace(s.context)}-{hex_span(s.context)}"
+        for s in spans
+        if s.kind == SpanKind.CLIENT and s.parent is not None and s.parent.span_id in task_ids
+    }
+    seen = {
+        "profielservice": [c["traceparent"] for c in sim_get(sim.profiel_url, "/_sim/requests")],
+        "ldv": [r["_traceparent"] for r in sim_get(sim.ldv_url, "")],
+        "notifynl": [c["traceparent"] for c in sim_get(sim.notifynl_url, "/_sim/requests")],
+    }
+    for where, traceparents in seen.items():
+        assert traceparents, where
+        assert {t[:52] for t in traceparents} <= clients, where
