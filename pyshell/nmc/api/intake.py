@@ -115,9 +115,7 @@ async def intake_one(
     span_id: str | None = None,
 ) -> uuid.UUID:
     """Intake one validated notificatie; its id (stored now, or before for a replay)."""
-    call = sealed_call(
-        services, dv_id, regie, canonical["batchId"], [canonical], trace_id, span_id
-    )
+    call = sealed_call(services, dv_id, regie, canonical["batchId"], [canonical], trace_id, span_id)
     row = await _asking_sha256_when_needed(
         lambda c: sql_calls.fetch_one(services.pool, "intake_notificatie", c.single_params()),
         call,

@@ -85,7 +85,11 @@ async def _intake(request: Request, regie: str) -> Response:
     canonical = validate(body, now=await services.clock.now())
     try:
         notificatie_id = await intake.intake_one(
-            services, dv.dv_id, regie, canonical, trace_id_of(request.scope),
+            services,
+            dv.dv_id,
+            regie,
+            canonical,
+            trace_id_of(request.scope),
             span_id_of(request.scope),
         )
     except psycopg.Error as error:
