@@ -1,16 +1,15 @@
 """Traces across the lifecycle (nmc.tracing): one notification's intake, send, receipt and
 settlement spans, the task spans linked to the intake span, `traceparent` on the calls.
 
-Tracing is on in these tests only, into the SDK's in-memory exporter behind the NMC's privacy
-filter; the suite's personal-data scan reads every exported span (tests_py/privacy_scan.py).
+Tracing is on in these tests only (the `traced` fixture: the SDK's in-memory exporter behind
+the NMC's privacy filter); the suite's personal-data scan reads every exported span
+(tests_py/privacy_scan.py).
 """
 
 import uuid
 
 import httpx
-import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 from pipelinetest import DV_OIN, advance, callbacks_settled, set_faults, sim_get, wait_for
 from test_pipeline_worker import seed_party
@@ -21,16 +20,6 @@ from nmc.api.openapi import BASE_PATH
 
 DV_TRACE = "0af7651916cd43dd8448eb211c80319c"
 DV_SPAN = "b7ad6b7169203331"
-
-
-@pytest.fixture
-def traced():
-    """Tracing on, into memory: named before `callbacks` (the API) and `worker`, which read
-    it when they start."""
-    exporter = InMemorySpanExporter()
-    tracing.configure("nmc-test", exporter)
-    yield exporter
-    tracing.shutdown()
 
 
 def hex_trace(context) -> str:
