@@ -249,7 +249,7 @@ def install() -> Callable[[], None]:
     original_app_call = NmcApi.__call__
     original_console_call = ConsoleApp.__call__
     original_seed = ProfielSim.seed
-    original_export = span_privacy.PrivateSpanExporter.export
+    original_exporter_init = span_privacy.PrivateSpanExporter.__init__
     nmc_logger = logging.getLogger("nmc")
     original_level = nmc_logger.level
 
@@ -318,18 +318,32 @@ def install() -> Callable[[], None]:
         SCAN.register_parties(parties)
         return original_seed(self, parties)
 
-    def export(self: span_privacy.PrivateSpanExporter, spans):
-        cleaned = [span_privacy.clean_span(span) for span in spans]
-        for span in cleaned:
-            for where, text in span_privacy.attribute_texts(span).items():
-                SCAN.output(f"the span {span.name!r}: {where}", text)
-        return self.inner.export(cleaned)
+    class ScannedExporter:
+        """Between the privacy filter and the exporter: scans what the filter let through."""
+
+        def __init__(self, inner) -> None:
+            self.inner = inner
+
+        def export(self, spans):
+            for span in spans:
+                for where, text in span_privacy.attribute_texts(span).items():
+                    SCAN.output(f"the span {span.name!r}: {where}", text)
+            return self.inner.export(spans)
+
+        def shutdown(self) -> None:
+            self.inner.shutdown()
+
+        def force_flush(self, timeout_millis: int = 30000) -> bool:
+            return self.inner.force_flush(timeout_millis)
+
+    def exporter_init(self: span_privacy.PrivateSpanExporter, inner) -> None:
+        original_exporter_init(self, ScannedExporter(inner))
 
     logging.Logger.callHandlers = call_handlers
     NmcApi.__call__ = app_call
     ConsoleApp.__call__ = console_call
     ProfielSim.seed = seed
-    span_privacy.PrivateSpanExporter.export = export
+    span_privacy.PrivateSpanExporter.__init__ = exporter_init
     # Production logs at INFO; scan DEBUG too, so a new debug line is covered as well.
     nmc_logger.setLevel(logging.DEBUG)
 
@@ -338,7 +352,7 @@ def install() -> Callable[[], None]:
         NmcApi.__call__ = original_app_call
         ConsoleApp.__call__ = original_console_call
         ProfielSim.seed = original_seed
-        span_privacy.PrivateSpanExporter.export = original_export
+        span_privacy.PrivateSpanExporter.__init__ = original_exporter_init
         nmc_logger.setLevel(original_level)
 
     return undo
