@@ -26,6 +26,15 @@ GRANT EXECUTE ON FUNCTION nmc.intake_notificaties_v3(
     integer, nmc.regie, smallint, smallint, text, uuid, uuid[], text[], bytea[], bytea[],
     bytea[], bytea[], bytea[], timestamptz[], text[], text[], text[], bytea[], bytea[], bytea[]
 ) TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.intake_notificatie_v4(
+    uuid, integer, text, nmc.regie, bytea, smallint, bytea, smallint, bytea, bytea, bytea,
+    text, timestamptz, uuid, text, text, text, text, bytea[], bytea[], bytea
+) TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.intake_notificaties_v4(
+    integer, nmc.regie, smallint, smallint, text, uuid, uuid[], text[], bytea[], bytea[],
+    bytea[], bytea[], bytea[], timestamptz[], text[], text[], text[], text[], bytea[], bytea[],
+    bytea[]
+) TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.cancel_notificatie(integer, uuid) TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.find_dienstverlener(text) TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.get_notificatie(integer, uuid) TO nmc_api;
@@ -83,6 +92,7 @@ GRANT EXECUTE ON FUNCTION nmc.finish_verzenden_batch_v2(
 GRANT EXECUTE ON FUNCTION nmc.record_contactgegevens(bigint[], integer[], uuid[]) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.defer_verzenden(bigint, integer, text) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.process_receipts(integer) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.process_receipts_v2(integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.claim_navraag_v2(text, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.finish_navraag(
     bigint, integer, boolean, text, timestamptz, timestamptz
@@ -91,6 +101,8 @@ GRANT EXECUTE ON FUNCTION nmc.finish_navraag_v2(
     bigint, integer, boolean, text, timestamptz, timestamptz, uuid, uuid, integer
 ) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.process_vaststellingen(integer) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.process_vaststellingen_v2(integer) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.intake_sporen(uuid[]) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.run_controle(bigint, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.ensure_controle() TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.claim_ongeldig_melden(text, integer) TO nmc_worker;

@@ -23,7 +23,9 @@ What is scanned (the NMC's outputs, never its inputs, never the simulators' own 
   records (the delivery proof's), the tasks' last error classes and the output of
   nmc.metrics() rendered as /metrics renders it;
 * what a test hands in with `output` (the `nmc` CLI fixture's stdout/stderr, a worker
-  process's stderr, a worker's /metrics).
+  process's stderr, a worker's /metrics);
+* every span a test exports while tracing is on (nmc.tracing): its name, attributes, events
+  and links' attributes, as the privacy filter hands them to the exporter.
 
 Each test's outputs are scanned when the test ends, against the values registered so far:
 the test's own values as substrings, every earlier value by its first word (an index, so the
@@ -240,12 +242,14 @@ def install() -> Callable[[], None]:
     """Wrap the log dispatch, the API app and the Profielservice simulator; returns undo."""
     from nmc.api.app import NmcApi
     from nmc.console.app import ConsoleApp
+    from nmc.tracing import privacy as span_privacy
     from nmc_dev.sim.profielservice import ProfielSim
 
     original_call_handlers = logging.Logger.callHandlers
     original_app_call = NmcApi.__call__
     original_console_call = ConsoleApp.__call__
     original_seed = ProfielSim.seed
+    original_exporter_init = span_privacy.PrivateSpanExporter.__init__
     nmc_logger = logging.getLogger("nmc")
     original_level = nmc_logger.level
 
@@ -314,10 +318,32 @@ def install() -> Callable[[], None]:
         SCAN.register_parties(parties)
         return original_seed(self, parties)
 
+    class ScannedExporter:
+        """Between the privacy filter and the exporter: scans what the filter let through."""
+
+        def __init__(self, inner) -> None:
+            self.inner = inner
+
+        def export(self, spans):
+            for span in spans:
+                for where, text in span_privacy.attribute_texts(span).items():
+                    SCAN.output(f"the span {span.name!r}: {where}", text)
+            return self.inner.export(spans)
+
+        def shutdown(self) -> None:
+            self.inner.shutdown()
+
+        def force_flush(self, timeout_millis: int = 30000) -> bool:
+            return self.inner.force_flush(timeout_millis)
+
+    def exporter_init(self: span_privacy.PrivateSpanExporter, inner) -> None:
+        original_exporter_init(self, ScannedExporter(inner))
+
     logging.Logger.callHandlers = call_handlers
     NmcApi.__call__ = app_call
     ConsoleApp.__call__ = console_call
     ProfielSim.seed = seed
+    span_privacy.PrivateSpanExporter.__init__ = exporter_init
     # Production logs at INFO; scan DEBUG too, so a new debug line is covered as well.
     nmc_logger.setLevel(logging.DEBUG)
 
@@ -326,6 +352,7 @@ def install() -> Callable[[], None]:
         NmcApi.__call__ = original_app_call
         ConsoleApp.__call__ = original_console_call
         ProfielSim.seed = original_seed
+        span_privacy.PrivateSpanExporter.__init__ = original_exporter_init
         nmc_logger.setLevel(original_level)
 
     return undo

@@ -164,3 +164,21 @@ def test_a_run_with_a_leak_fails_and_names_where(tmp_path):
     assert "test_binnen.py::test_lekt: e-mail in a log record of nmc.binnen (INFO)" in run.stdout
     assert "test_schoon" not in run.stdout
     assert "binnen.lek" not in run.stdout + run.stderr
+
+
+def test_a_value_in_an_exported_span_is_found_when_tracing_is_on():
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from nmc import tracing
+
+    SCAN.register(DVREF, "zaak-span-lek-4711")
+    assert provoked() == []
+    exporter = InMemorySpanExporter()
+    tracing.configure("nmc-scan-test", exporter)
+    try:
+        with tracing.tracer().start_as_current_span("verzenden") as span:
+            span.set_attribute("nmc.test", "over zaak-span-lek-4711")
+    finally:
+        tracing.shutdown()
+    [finding] = provoked()
+    assert (finding.kind, finding.where) == (DVREF, "the span 'verzenden': attribute nmc.test")

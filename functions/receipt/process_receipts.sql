@@ -1,14 +1,14 @@
 -- Receipt tasks need no external call: a worker processes a batch in one transaction.
 
-CREATE OR REPLACE FUNCTION nmc.process_receipts(p_batch integer DEFAULT 100)
-RETURNS integer
+CREATE OR REPLACE FUNCTION nmc.process_receipts_v2(p_batch integer DEFAULT 100)
+RETURNS TABLE (notificatie_id uuid)
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
+#variable_conflict use_column
 DECLARE
     v_taak nmc.taak;
-    v_aantal integer := 0;
     v_fout text;
 BEGIN
     FOR v_taak IN
@@ -50,14 +50,27 @@ BEGIN
                 lease_tot = NULL
             WHERE t.id = v_taak.id;
         END;
-        v_aantal := v_aantal + 1;
+        notificatie_id := v_taak.notificatie_id;
+        RETURN NEXT;
     END LOOP;
-    RETURN v_aantal;
 END
 $$;
-COMMENT ON FUNCTION nmc.process_receipts(integer) IS
+COMMENT ON FUNCTION nmc.process_receipts_v2(integer) IS
 'Processes up to p_batch due receipt tasks (fairly across DVs, oldest completed_at first) '
 'with nmc.apply_receipt_v2 (judged, and written into the receipt history) in the caller''s '
 'transaction; a receipt that fails is counted on '
-'its task and retried with backoff (state mislukt after the maximum). Returns how many '
-'tasks it handled.';
+'its task and retried with backoff (state mislukt after the maximum). Returns one row per '
+'task it handled: the notificatie (whose intake span the worker''s span links to).';
+
+CREATE OR REPLACE FUNCTION nmc.process_receipts(p_batch integer DEFAULT 100)
+RETURNS integer
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT pg_catalog.count(*)::integer FROM nmc.process_receipts_v2(p_batch)
+$$;
+COMMENT ON FUNCTION nmc.process_receipts(integer) IS
+'The receipt processing of the release before the intake span (superseded by '
+'nmc.process_receipts_v2; kept for a rolling deploy, to be dropped in a later release): '
+'how many tasks nmc.process_receipts_v2 handled.';

@@ -1,14 +1,14 @@
 -- Settlement (SPEC §4): bezorgd becomes definitief-bezorgd after the MEBV term.
 
-CREATE OR REPLACE FUNCTION nmc.process_vaststellingen(p_batch integer DEFAULT 100)
-RETURNS integer
+CREATE OR REPLACE FUNCTION nmc.process_vaststellingen_v2(p_batch integer DEFAULT 100)
+RETURNS TABLE (notificatie_id uuid)
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
+#variable_conflict use_column
 DECLARE
     v_taak record;
-    v_aantal integer := 0;
 BEGIN
     FOR v_taak IN
         SELECT t.id, t.notificatie_id, t.poging_id, t.due FROM nmc.taak AS t
@@ -37,16 +37,30 @@ BEGIN
             FROM nmc.poging AS p, nmc.instellingen AS i
             WHERE p.id = v_taak.poging_id AND p.afgerond_op IS NOT NULL
             ON CONFLICT (notificatie_id) DO NOTHING;
-            v_aantal := v_aantal + 1;
+            notificatie_id := v_taak.notificatie_id;
+            RETURN NEXT;
         END IF;
         PERFORM nmc.close_taak(v_taak.id);
     END LOOP;
-    RETURN v_aantal;
 END
 $$;
-COMMENT ON FUNCTION nmc.process_vaststellingen(integer) IS
+COMMENT ON FUNCTION nmc.process_vaststellingen_v2(integer) IS
 'Settles up to p_batch due vaststellen tasks: a notification still bezorgd whose task names '
 'a delivered attempt with its completed_at becomes definitief-bezorgd, and the settlement '
 'is recorded for the delivery proof (nmc.vaststelling: the attempt, its completed_at, the '
 'term, the due time, the settling time); any other status, or no such attempt, just closes '
-'the task. Returns how many settled.';
+'the task. Returns one row per settled notificatie (whose intake span the worker''s span '
+'links to).';
+
+CREATE OR REPLACE FUNCTION nmc.process_vaststellingen(p_batch integer DEFAULT 100)
+RETURNS integer
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT pg_catalog.count(*)::integer FROM nmc.process_vaststellingen_v2(p_batch)
+$$;
+COMMENT ON FUNCTION nmc.process_vaststellingen(integer) IS
+'The settlement of the release before the intake span (superseded by '
+'nmc.process_vaststellingen_v2; kept for a rolling deploy, to be dropped in a later '
+'release): how many notificaties nmc.process_vaststellingen_v2 settled.';

@@ -41,12 +41,13 @@ SELECT d.dv_id, d.naam FROM nmc.find_dienstverlener(%(oin)s::text) AS d
 -- Byte strings in binary (no hex encoding and parsing). sha256_hash: NULL unless the
 -- database asked for it (NMP01).
 SELECT r.notificatie_id, r.nieuw
-FROM nmc.intake_notificatie_v3(
+FROM nmc.intake_notificatie_v4(
     %(id)s::uuid, %(dv_id)s::integer, %(berichttype)s::text, %(regie)s::nmc.regie,
     %(dvref_hmac)b::bytea, %(pepper_versie)s::smallint, %(payload_hmac)b::bytea,
     %(payload_pepper_versie)s::smallint, %(ontvanger)b::bytea, %(gegevens)b::bytea,
     %(sleutel)b::bytea, %(kek_id)s::text, %(geldig_tot)s::timestamptz, %(batch_id)s::uuid,
-    %(trace_id)s::text, %(dienst)s::text, %(namen)s::text, %(vorige_hmacs)b::bytea[],
+    %(trace_id)s::text, %(span_id)s::text, %(dienst)s::text, %(namen)s::text,
+    %(vorige_hmacs)b::bytea[],
     %(vorige_payload_hmacs)b::bytea[], %(sha256_hash)b::bytea
 ) AS r
 
@@ -54,13 +55,13 @@ FROM nmc.intake_notificatie_v3(
 -- The arrays go in binary: as text, 1000 items of ciphertext cost ~45 ms of hex
 -- encoding and parsing per batch, more than the inserts themselves.
 SELECT r.item, r.notificatie_id, r.nieuw
-FROM nmc.intake_notificaties_v3(
+FROM nmc.intake_notificaties_v4(
     %(dv_id)s::integer, %(regie)s::nmc.regie, %(pepper_versie)s::smallint,
     %(payload_pepper_versie)s::smallint, %(kek_id)s::text, %(batch_id)s::uuid,
     %(ids)b::uuid[], %(berichttypen)b::text[], %(dvref_hmacs)b::bytea[],
     %(payload_hmacs)b::bytea[], %(ontvangers)b::bytea[], %(gegevens)b::bytea[],
     %(sleutels)b::bytea[], %(geldig_tot)b::timestamptz[], %(trace_ids)b::text[],
-    %(diensten)b::text[], %(namen)b::text[], %(vorige_hmacs)b::bytea[], %(vorige_payload_hmacs)b::bytea[],
+    %(span_ids)b::text[], %(diensten)b::text[], %(namen)b::text[], %(vorige_hmacs)b::bytea[], %(vorige_payload_hmacs)b::bytea[],
     %(sha256_hashes)b::bytea[]
 ) AS r
 ORDER BY r.item
@@ -204,7 +205,8 @@ SELECT
 FROM nmc.claim_taken(%(soort)s::nmc.taak_soort, %(eigenaar)s::text, %(batch)s::integer) AS c
 
 -- process_receipts --
-SELECT nmc.process_receipts(%(batch)s::integer) AS aantal
+-- One row per handled task: its notificatie (the count of rows is how many were handled).
+SELECT r.notificatie_id FROM nmc.process_receipts_v2(%(batch)s::integer) AS r
 
 -- claim_navraag --
 SELECT
@@ -221,7 +223,13 @@ SELECT nmc.finish_navraag_v2(
 ) AS uitkomst
 
 -- process_vaststellingen --
-SELECT nmc.process_vaststellingen(%(batch)s::integer) AS aantal
+-- One row per settled notificatie.
+SELECT v.notificatie_id FROM nmc.process_vaststellingen_v2(%(batch)s::integer) AS v
+
+-- intake_sporen --
+-- The intake span of each notificatie named (read only when tracing is on).
+SELECT s.notificatie_id, s.trace_id, s.span_id
+FROM nmc.intake_sporen(%(notificatie_ids)s::uuid[]) AS s
 
 -- ensure_controle --
 SELECT nmc.ensure_controle()

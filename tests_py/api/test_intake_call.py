@@ -41,6 +41,7 @@ def one_item_call() -> IntakeCall:
         sleutels=[b"s"],
         geldig_tot=[None],
         trace_ids=["trace"],
+        span_ids=["span"],
         diensten=[None],
         namen=["naam"],
         sha256_hashes=[b"h"],
@@ -66,6 +67,6 @@ def test_the_single_statement_gets_every_placeholder_and_the_first_entries():
 
 def test_the_fields_are_the_sql_functions_parameters(conn):
     fields = [f.name for f in dataclasses.fields(IntakeCall)]
-    assert input_parameters(conn, "nmc.intake_notificaties_v3") == [f"p_{f}" for f in fields]
-    single = input_parameters(conn, "nmc.intake_notificatie_v3")
+    assert input_parameters(conn, "nmc.intake_notificaties_v4") == [f"p_{f}" for f in fields]
+    single = input_parameters(conn, "nmc.intake_notificatie_v4")
     assert len(single) == len(placeholders("intake_notificatie"))

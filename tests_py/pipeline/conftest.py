@@ -108,6 +108,20 @@ def callbacks(
     server.stop()
 
 
+@pytest.fixture
+def traced():
+    """Tracing on (nmc.tracing), into the SDK's in-memory exporter: name it before the API
+    and the worker fixtures, which read it when they start."""
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from nmc import tracing
+
+    exporter = InMemorySpanExporter()
+    tracing.configure("nmc-test", exporter)
+    yield exporter
+    tracing.shutdown()
+
+
 @pytest.fixture(scope="session")
 def ring_document() -> dict:
     return new_kek_ring("kek-test")

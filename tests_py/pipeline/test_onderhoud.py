@@ -195,6 +195,8 @@ def test_the_partition_job_defers_behind_a_slow_reader_and_intake_goes_on(intake
     assert _run_partities(conn)["geanalyseerd"] is True
     [(analyzed,)] = conn.execute(LAST_ANALYZE).fetchall()
     assert analyzed is not None, "the partitioned parent was analyzed (autovacuum never does)"
+
+
 async def test_a_worker_whose_ring_lacks_a_kek_with_live_keys_does_not_start(
     worker_config, intake, conn
 ):

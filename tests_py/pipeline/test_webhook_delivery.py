@@ -617,3 +617,63 @@ async def test_a_worker_lost_mid_delivery_repeats_at_most_the_last_batch(
     assert len(counts) == 9
     assert {event_id for event_id, n in counts.items() if n == 2} == set(batches[1])
     assert max(counts.values()) == 2
+
+
+async def test_a_traced_batch_links_to_the_intake_of_each_notification_in_it(
+    traced, start_worker, webhook_dv, receiver, conn, api
+):
+    from opentelemetry import trace
+    from opentelemetry.trace import SpanKind
+
+    async with start_worker() as worker:
+        assert await worker.run_once(SOORT) == 1, "the first round plans and claims the task"
+        ids = []
+        for n in range(2):
+            response = httpx.post(
+                f"{api}{BASE}/decentraal/notificaties",
+                json={
+                    "dvRef": f"webhook-spoor-{n}-{secrets.token_hex(4)}",
+                    "berichtType": "aanslag",
+                    "emailAdres": f"bezorgd+spoor{n}@voorbeeld.nl",
+                    "berichtgegevens": {"naam": "Spoorzoeker B.V."},
+                },
+                headers=dv_token(),
+            )
+            assert response.status_code == 202, response.text
+            ids.append(response.json()["notificatieId"])
+        wait_visible(conn, webhook_dv, 2)
+        advance(conn, "2 seconds")
+        await pump(worker, conn, lambda: sum(map(len, receiver.batches())) >= 2)
+
+    spans = traced.get_finished_spans()
+    intake_spans = {
+        s.context.span_id: s
+        for s in spans
+        if s.kind == SpanKind.SERVER and s.name.endswith("/decentraal/notificaties")
+    }
+    # The first round delivered an empty page: no notification, no link.
+    [delivery] = [
+        s for s in spans
+        if s.name == SOORT and any(k.attributes.get("nmc.link") == "intake" for k in s.links)
+    ]  # fmt: skip
+    links = {
+        link.attributes["nmc.notificatie.id"]: link.context
+        for link in delivery.links
+        if link.attributes.get("nmc.link") == "intake"
+    }
+    assert set(links) == set(ids)
+    assert {c.span_id for c in links.values()} == set(intake_spans)
+    assert {c.trace_id for c in links.values()} == {
+        s.context.trace_id for s in intake_spans.values()
+    }
+    # The call carries the traceparent of its client span, a child of the delivery's span.
+    [call] = receiver.calls
+    [client] = [
+        s for s in spans
+        if s.kind == SpanKind.CLIENT and s.parent is not None
+        and s.parent.span_id == delivery.context.span_id
+        and call.traceparent.startswith(
+            f"00-{trace.format_trace_id(s.context.trace_id)}-{trace.format_span_id(s.context.span_id)}"
+        )
+    ]  # fmt: skip
+    assert client.attributes["http.url"] == receiver.url.split("?")[0]

@@ -5,7 +5,8 @@ A record is a span in the LDV's OpenTelemetry shape: trace id, span id, name, st
 status, and the `dpl.core.*` attributes: the processing activity and a pseudonymised data
 subject (an HMAC of the e-mail address or identifying number, never the value itself). The
 span id travels on the call as a W3C `traceparent` header, so the record and the call can be
-matched.
+matched. With tracing on (nmc.tracing) the call carries its own client span's `traceparent`
+instead, and the task's span links to the record.
 
 Sinks: `NMC_LDV_URL` (HTTP POST, confirmed by a 2xx) or else an append-only JSON-lines file
 (`NMC_LDV_FILE`, default `$NMC_HOME/ldv.jsonl`), fsync'd before the call goes out; writes that
@@ -30,6 +31,7 @@ import httpx
 
 from nmc.adapters.http import Deferral, request, traceparent
 from nmc.peppers import PURPOSE_DVREF, Peppers, peppers
+from nmc.tracing import worker as tracing
 
 SERVICE = "ldv"
 RESOURCE = {"service.name": "nmc", "service.namespace": "moza"}
@@ -174,6 +176,7 @@ class Ldv:
             },
         )
         await self._sink.write(record)
+        tracing.link_ldv(trace_id, record["span_id"])
         return traceparent(trace_id, record["span_id"])
 
     async def register_verstrekking(
@@ -185,6 +188,7 @@ class Ldv:
         written; returns the `traceparent` of the call."""
         record = span_record(trace_id, name, verstrekking_attributes(dv_id, notificatie_ids))
         await self._sink.write(record)
+        tracing.link_ldv(trace_id, record["span_id"])
         return traceparent(trace_id, record["span_id"])
 
     async def aclose(self) -> None:

@@ -20,7 +20,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
-from nmc import settings_env
+from nmc import settings_env, tracing
 from nmc.adapters.ldv import FileSink, HttpSink, Sink
 from nmc.afleverbewijs_signing import load_afleverbewijs_ring
 from nmc.api import routes_bewijs, routes_callback, routes_feed, routes_notificaties, routes_ops
@@ -42,6 +42,8 @@ from nmc.errors import NmcError
 from nmc.feed_cursor import CursorCodec
 from nmc.kek_ring import load_kek_ring
 from nmc.peppers import PURPOSE_PAYLOAD, load_peppers
+from nmc.tracing import api as tracing_api
+from nmc.tracing import worker as tracing_worker
 from nmc.webhook_signing import load_public_keys, load_signing_ring
 
 log = logging.getLogger(__name__)
@@ -57,10 +59,12 @@ class NmcApi(Starlette):
         super().__init__(*args, **kwargs)
 
     def build_middleware_stack(self) -> ASGIApp:
-        return ResponseHeadersMiddleware(
-            super().build_middleware_stack(),
-            log_access=self.log_access,
-            metrics=self.http_metrics,
+        return tracing_api.instrumented(
+            ResponseHeadersMiddleware(
+                super().build_middleware_stack(),
+                log_access=self.log_access,
+                metrics=self.http_metrics,
+            )
         )
 
 
@@ -149,7 +153,9 @@ def published_jwks(webhook: dict | None, proof_ring) -> dict:
 async def ldv_sink(settings: ApiSettings, stack: AsyncExitStack) -> Sink:
     """The LDV collector over HTTP (NMC_LDV_URL), else the JSON-lines file (NMC_LDV_FILE)."""
     if settings.ldv_url:
-        client = await stack.enter_async_context(httpx.AsyncClient(timeout=5.0))
+        client = await stack.enter_async_context(
+            httpx.AsyncClient(timeout=5.0, transport=tracing_worker.outbound(None))
+        )
         return HttpSink(client, settings.ldv_url)
     assert settings.ldv_file is not None  # noqa: S101 - from_env always sets it
     return FileSink(settings.ldv_file)
@@ -160,7 +166,9 @@ async def openapi_json(request: Request) -> Response:
 
 
 def create_app(*, log_access: bool | None = None) -> NmcApi:
-    """The app; `log_access` None reads NMC_API_ACCESS_LOG (on unless "0")."""
+    """The app; `log_access` None reads NMC_API_ACCESS_LOG (on unless "0"). Traces when
+    NMC_TRACING says so (nmc.tracing)."""
+    tracing.configure_from_env("nmc-api")
     app = NmcApi(
         routes=[
             *routes_feed.routes(),  # before the notificatie routes (see routes_feed.routes)

@@ -40,7 +40,7 @@ def per_item(single: str) -> dict[str, str]:
 @dataclass(frozen=True)
 class IntakeCall:
     """Notifications of one DV and regie, sealed and HMACed: the parameters of
-    nmc.intake_notificaties_v3, in its order.
+    nmc.intake_notificaties_v4, in its order.
 
     One list per column, entry i of every list belonging to notification i: the arrays the
     function takes, built once rather than gathered from per-item objects.
@@ -62,6 +62,8 @@ class IntakeCall:
     # Canonical RFC 3339 text, cast to timestamptz in SQL.
     geldig_tot: list[str | None] = field(metadata=per_item("geldig_tot"))
     trace_ids: list[str] = field(metadata=per_item("trace_id"))
+    # The intake span's id of each item's request (its tasks' spans link to it).
+    span_ids: list[str | None] = field(metadata=per_item("span_id"))
     diensten: list[str | None] = field(metadata=per_item("dienst"))
     # Each item's berichtgegevens names, normalized as NotifyNL matches them and
     # space-separated (nmc.notifynl_templates.namen_van): the intake holds them against the
@@ -105,10 +107,15 @@ IDS_AS_TEXT = {"uuid": TextLoader}
 
 
 async def intake_one(
-    services: Services, dv_id: int, regie: str, canonical: dict[str, Any], trace_id: str
+    services: Services,
+    dv_id: int,
+    regie: str,
+    canonical: dict[str, Any],
+    trace_id: str,
+    span_id: str | None = None,
 ) -> uuid.UUID:
     """Intake one validated notificatie; its id (stored now, or before for a replay)."""
-    call = sealed_call(services, dv_id, regie, canonical["batchId"], [canonical], trace_id)
+    call = sealed_call(services, dv_id, regie, canonical["batchId"], [canonical], trace_id, span_id)
     row = await _asking_sha256_when_needed(
         lambda c: sql_calls.fetch_one(services.pool, "intake_notificatie", c.single_params()),
         call,
@@ -125,10 +132,11 @@ async def intake_batch(
     batch_id: uuid.UUID | str | None,
     canonicals: list[dict[str, Any]],
     trace_id: str,
+    span_id: str | None = None,
 ) -> list[str]:
     """Intake a validated batch; the notificatie ids in item order, as text (they are only
     echoed)."""
-    call = sealed_call(services, dv_id, regie, batch_id, canonicals, trace_id)
+    call = sealed_call(services, dv_id, regie, batch_id, canonicals, trace_id, span_id)
     rows = await _asking_sha256_when_needed(
         lambda c: sql_calls.fetch_all(
             services.pool, "intake_notificaties", c.params(), loaders=IDS_AS_TEXT
@@ -163,6 +171,7 @@ def sealed_call(
     batch_id: uuid.UUID | str | None,
     canonicals: list[dict[str, Any]],
     trace_id: str,
+    span_id: str | None = None,
 ) -> IntakeCall:
     """HMAC and encrypt validated notificaties: nothing readable leaves this function."""
     ids = new_notificatie_ids(len(canonicals))
@@ -198,6 +207,7 @@ def sealed_call(
         sleutels=sealed.wrapped_keys,
         geldig_tot=[c["geldigTot"] for c in canonicals],
         trace_ids=[trace_id] * len(canonicals),
+        span_ids=[span_id] * len(canonicals),
         diensten=[c["dienst"] for c in canonicals],
         namen=[namen_van(c["berichtgegevens"]) for c in canonicals],
         vorige_hmacs=earlier_pepper_hmacs(services, dv_id, dvrefs),

@@ -19,9 +19,11 @@ import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from nmc import tracing
 from nmc.api.logs import log_access
 from nmc.api.metrics import NO_ROUTE, HttpMetrics
 from nmc.api.openapi import API_VERSION, API_VERSION_HEADER
+from nmc.tracing import api as tracing_api
 
 SECURITY_HEADERS: tuple[tuple[str, str], ...] = (
     ("Cache-Control", "no-store"),
@@ -38,6 +40,7 @@ _FIXED_HEADERS: tuple[tuple[bytes, bytes], ...] = tuple(
 _OURS = frozenset(name for name, _ in _FIXED_HEADERS) | {b"traceparent"}
 
 TRACE_ID_KEY = "nmc.trace_id"
+SPAN_ID_KEY = "nmc.span_id"
 
 # version-traceid-parentid-flags; a later version may append fields after a dash.
 _TRACEPARENT = re.compile(
@@ -67,6 +70,12 @@ def trace_id_of(scope: Scope) -> str:
     return scope[TRACE_ID_KEY]
 
 
+def span_id_of(scope: Scope) -> str:
+    """This server's span id for the request: the intake span a notification's tasks link
+    to (the server span's when tracing, nmc.tracing; else one made here)."""
+    return scope[SPAN_ID_KEY]
+
+
 class ResponseHeadersMiddleware:
     def __init__(
         self, app: ASGIApp, *, log_access: bool = True, metrics: HttpMetrics | None = None
@@ -80,14 +89,20 @@ class ResponseHeadersMiddleware:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        incoming = None
-        for name, value in scope["headers"]:
-            if name == b"traceparent":
-                incoming = parse_traceparent(value.decode("latin-1"))
-                break
-        trace_id, flags = incoming or (secrets.token_hex(16), "00")
+        current = tracing.current_ids()  # the server span's, when tracing
+        if current is None:
+            incoming = None
+            for name, value in scope["headers"]:
+                if name == b"traceparent":
+                    incoming = parse_traceparent(value.decode("latin-1"))
+                    break
+            trace_id, flags = incoming or (secrets.token_hex(16), "00")
+            span_id = secrets.token_hex(8)
+        else:
+            trace_id, span_id, flags = current
         scope[TRACE_ID_KEY] = trace_id
-        traceparent = f"00-{trace_id}-{secrets.token_hex(8)}-{flags}"
+        scope[SPAN_ID_KEY] = span_id
+        traceparent = f"00-{trace_id}-{span_id}-{flags}"
         status = 500
         head_seconds: float | None = None
 
@@ -95,6 +110,9 @@ class ResponseHeadersMiddleware:
             nonlocal status, head_seconds
             if message["type"] == "http.response.start":
                 status = message["status"]
+                if current is not None:  # the span ends with the response: name it now
+                    route = getattr(scope.get("route"), "path", None) or NO_ROUTE
+                    tracing_api.name_server_span(scope["method"], route)
                 head_seconds = time.perf_counter() - started
                 # Ours replace any the app set (it sets none of them today).
                 message["headers"] = [

@@ -17,7 +17,7 @@ from starlette.routing import Route
 from nmc import sql_calls, sqlstates
 from nmc.api import intake, lijst_cursor
 from nmc.api.body import read_json
-from nmc.api.middleware import trace_id_of
+from nmc.api.middleware import span_id_of, trace_id_of
 from nmc.api.openapi import BASE_PATH
 from nmc.api.problems import (
     Problem,
@@ -85,7 +85,12 @@ async def _intake(request: Request, regie: str) -> Response:
     canonical = validate(body, now=await services.clock.now())
     try:
         notificatie_id = await intake.intake_one(
-            services, dv.dv_id, regie, canonical, trace_id_of(request.scope)
+            services,
+            dv.dv_id,
+            regie,
+            canonical,
+            trace_id_of(request.scope),
+            span_id_of(request.scope),
         )
     except psycopg.Error as error:
         raise intake_problem(error, batch=False) from None
@@ -110,6 +115,7 @@ async def _intake_batch(request: Request, regie: str) -> Response:
             batch["batchId"],
             batch["notificaties"],
             trace_id_of(request.scope),
+            span_id_of(request.scope),
         )
     except psycopg.Error as error:
         raise intake_problem(error, batch=True) from None

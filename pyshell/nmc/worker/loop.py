@@ -36,6 +36,8 @@ from nmc.errors import NmcError
 from nmc.feed_cursor import CursorCodec
 from nmc.kek_ring import KekRing, kek_ring
 from nmc.peppers import Peppers, load_peppers
+from nmc.tracing import configure_from_env as configure_tracing
+from nmc.tracing import worker as tracing
 from nmc.webhook_signing import SigningRing, load_signing_ring
 from nmc.webhook_validatie import Adresbeleid, WebhookValidator
 from nmc.worker import (
@@ -128,11 +130,14 @@ class Worker:
         self.ctx = ctx
         self.metrics = metrics or WorkerMetrics(config.kinds)
         self.ops_address: tuple[str, int] | None = None  # the /metrics listener, when on
-        self.kinds = {
-            soort: kind
-            for soort, kind in kinds().items()
-            if soort in config.kinds and (soort != terugkoppelen.SOORT or ctx.webhook is not None)
-        }
+        self.kinds = tracing.traced_kinds(
+            {
+                soort: kind
+                for soort, kind in kinds().items()
+                if soort in config.kinds
+                and (soort != terugkoppelen.SOORT or ctx.webhook is not None)
+            }
+        )
         self._stopping = asyncio.Event()
 
     @classmethod
@@ -175,7 +180,9 @@ class Worker:
                 "ldv": config.ldv_url,
             }
         )
-        transport = MeasuredTransport(outbound_transport(limits=limits), metrics, targets)
+        transport = tracing.outbound(
+            MeasuredTransport(outbound_transport(limits=limits), metrics, targets)
+        )
         async with OutboundClient(
             timeout=httpx.Timeout(config.http_timeout), transport=transport
         ) as client:
@@ -364,7 +371,9 @@ class Worker:
 
 
 async def main(config: WorkerConfig) -> None:
-    """The `nmc worker` process: run until SIGTERM or SIGINT."""
+    """The `nmc worker` process: run until SIGTERM or SIGINT (traced when NMC_TRACING says
+    so: nmc.tracing)."""
+    configure_tracing("nmc-worker")
     async with Worker.started(config) as worker:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

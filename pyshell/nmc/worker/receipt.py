@@ -1,6 +1,7 @@
-"""Receipt tasks (`receipt`): judged entirely in SQL. One call of nmc.process_receipts
+"""Receipt tasks (`receipt`): judged entirely in SQL. One call of nmc.process_receipts_v2
 handles a batch in one transaction, fairly across DVs, oldest completed_at first."""
 
+from nmc.tracing import worker as tracing
 from nmc.worker.context import Context
 
 SOORT = "receipt"
@@ -8,4 +9,7 @@ SOORT = "receipt"
 
 async def process(ctx: Context, batch: int) -> int:
     """How many receipt tasks were handled (a full batch means: call again at once)."""
-    return await ctx.db.fetch_value("process_receipts", {"batch": batch})
+    started = tracing.clock()
+    rows = await ctx.db.fetch_all("process_receipts", {"batch": batch})
+    await tracing.record_round(ctx.db, SOORT, started, [row.notificatie_id for row in rows])
+    return len(rows)

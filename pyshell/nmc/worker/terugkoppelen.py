@@ -47,6 +47,7 @@ import secrets
 import time
 
 from nmc.adapters.http import Deferral
+from nmc.tracing import worker as tracing
 from nmc.webhook_validatie import ADRES_GEWEIGERD, Validatie
 from nmc.worker.claims import Terugkoppeltaak
 from nmc.worker.context import Context, Failure, settle
@@ -115,6 +116,7 @@ async def _deliver(ctx: Context, taak: Terugkoppeltaak) -> str:
             fout=f"webhook-{target.detail}",
         )  # fmt: skip
         return await _finish(ctx, taak, "mislukt", None, None)
+    await tracing.link_notificaties(ctx.db, batch.notificatie_ids)
     headers = await ctx.ldv.register_verstrekking(
         secrets.token_hex(16), LDV_NAAM, taak.dv_id, batch.notificatie_ids
     )

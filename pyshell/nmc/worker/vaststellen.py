@@ -1,6 +1,7 @@
 """Settlement tasks (`vaststellen`): bezorgd -> definitief-bezorgd when due, in SQL only
-(nmc.process_vaststellingen); NotifyNL is asked nothing."""
+(nmc.process_vaststellingen_v2); NotifyNL is asked nothing."""
 
+from nmc.tracing import worker as tracing
 from nmc.worker.context import Context
 
 SOORT = "vaststellen"
@@ -8,4 +9,7 @@ SOORT = "vaststellen"
 
 async def process(ctx: Context, batch: int) -> int:
     """How many notificaties were settled (tasks closed without a transition not counted)."""
-    return await ctx.db.fetch_value("process_vaststellingen", {"batch": batch})
+    started = tracing.clock()
+    rows = await ctx.db.fetch_all("process_vaststellingen", {"batch": batch})
+    await tracing.record_round(ctx.db, SOORT, started, [row.notificatie_id for row in rows])
+    return len(rows)

@@ -43,7 +43,14 @@ class LdvSim:
         for record in body if isinstance(body, list) else [body]:
             if not isinstance(record, dict) or "trace_id" not in record:
                 return JSONResponse({"detail": "geen LDV-record"}, status_code=400)
-            self.records.append({**record, "_ontvangen": received})
+            self.records.append(
+                {
+                    **record,
+                    "_ontvangen": received,
+                    # The trace context the write itself carried (a traced worker's call).
+                    "_traceparent": request.headers.get("traceparent"),
+                }
+            )
         return Response(status_code=201)
 
     async def _outage(self, request: Request) -> Response:
