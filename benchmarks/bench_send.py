@@ -156,8 +156,10 @@ BULK_SENDS = (
     FROM bulk AS b
     """,
     """
-    INSERT INTO nmc.taak (soort, dv_id, notificatie_id, due, trace_id, aangemaakt_op)
-    SELECT 'verzenden', b.dv, b.id, nmc.now(), %(trace)s, nmc.now() FROM bulk AS b
+    INSERT INTO nmc.taak (
+        soort, dv_id, notificatie_id, berichttype, due, trace_id, aangemaakt_op
+    )
+    SELECT 'verzenden', b.dv, b.id, 'aanslag', nmc.now(), %(trace)s, nmc.now() FROM bulk AS b
     """,
 )
 
