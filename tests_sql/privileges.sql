@@ -164,8 +164,9 @@ SELECT set_eq(
     $$SELECT p.proname::text FROM pg_catalog.pg_proc AS p
       WHERE p.pronamespace = 'nmc'::regnamespace
           AND NOT coalesce('search_path=pg_catalog, pg_temp' = ANY(p.proconfig), false)$$,
-    $$VALUES ('allowed_transitions'), ('transition_allowed'), ('is_terminal'), ('reden_fits')$$,
-    'every nmc function pins search_path, except the four inlinable immutable helpers'
+    $$VALUES ('allowed_transitions'), ('transition_allowed'), ('is_terminal'), ('reden_fits'),
+        ('verzendtempo_instelling'), ('verzendtempo_kind'), ('verzenddag')$$,
+    'every nmc function pins search_path, except the inlinable helpers (schema-qualified)'
 );
 SELECT set_eq(
     $$SELECT p.proname::text FROM pg_catalog.pg_proc AS p
