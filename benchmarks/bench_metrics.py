@@ -25,7 +25,8 @@ The log is filled as benchmarks/eventlog.py fills it (its FILL, in chunks, then 
 (ANALYZE)): five events per notification, aangenomen .. definitief-bezorgd, one in five
 terminal, spread over ten DVs, xids given explicitly below the watermark. There are no
 notificatie rows: the metrics that count notifications (per status, the geen-contactgegevens
-share) are not what this measures.
+share) are not what this measures. `--services` Notify services (20) have sent today, so the
+scrape has their day and pace rows too (nmc.verzenddag).
 """
 
 import argparse
@@ -67,10 +68,14 @@ GROUP BY d.dv_id
 """
 
 
+# Notify services in the scrape: the day and pace metrics have a row per service.
+SERVICES = 20
+
+
 class Target:
     """One size: its database and an nmc_api connection that scrapes."""
 
-    def __init__(self, url: str, size: int, stack: ExitStack):
+    def __init__(self, url: str, size: int, stack: ExitStack, services: int = 0):
         self.url = url
         self.size = size
         self.times: list[float] = []
@@ -82,6 +87,17 @@ class Target:
             [(self.telgrens,)] = admin.execute(
                 "SELECT onbevestigd_telgrens FROM nmc.instellingen"
             ).fetchall()
+            # Notify services that sent today: each is a row of the day and pace metrics.
+            admin.execute(
+                "INSERT INTO nmc.notify_service (code) "
+                "SELECT 'dienst-' || g FROM generate_series(1, %s) AS g",
+                [services],
+            )
+            admin.execute(
+                "SELECT nmc.take_budget('dienst-' || g, 'verzenden', 5) "
+                "FROM generate_series(1, %s) AS g",
+                [services],
+            )
 
     def scrape(self, record: bool) -> list[tuple]:
         cpu = eventlog.backend_cpu(self.api)
@@ -117,7 +133,11 @@ class Target:
 
 
 def bench_metrics(
-    admin_url: str, sizes=(100_000, 10_000_000), samples=30, compare: bool = True
+    admin_url: str,
+    sizes=(100_000, 10_000_000),
+    samples=30,
+    compare: bool = True,
+    services: int = SERVICES,
 ) -> dict:
     sizes = tuple(sorted(int(size) for size in sizes))
     per_xid = eventlog.events_per_xid(admin_url, sizes[-1])
@@ -126,7 +146,11 @@ def bench_metrics(
     loadavg_before = os.getloadavg()
     with ExitStack() as stack:
         targets, load_seconds = eventlog.filled_targets(
-            stack, admin_url, sizes, per_xid, lambda url, dvs, size: Target(url, size, stack)
+            stack,
+            admin_url,
+            sizes,
+            per_xid,
+            lambda url, dvs, size: Target(url, size, stack, services),
         )
         for target in targets:
             for _ in range(WARM_UP):
@@ -152,6 +176,7 @@ def bench_metrics(
         "unbounded_count_ms": unbounded,
         "samples": samples,
         "dv_count": eventlog.DV_COUNT,
+        "notify_services": services,
         **eventlog.conditions(per_xid, load_seconds, loadavg_before),
     }
 
@@ -165,10 +190,18 @@ def main() -> None:
         action="store_true",
         help="do not time the unbounded count of before, for comparison",
     )
+    parser.add_argument(
+        "--services",
+        type=int,
+        default=SERVICES,
+        help=f"Notify services with a pace row, each a row of the day metrics ({SERVICES})",
+    )
     args = parser.parse_args()
     sizes, admin_url = eventlog.sizes_and_database(parser, args)
     started = time.perf_counter()
-    result = bench_metrics(admin_url, sizes, args.samples, not args.zonder_vergelijking)
+    result = bench_metrics(
+        admin_url, sizes, args.samples, not args.zonder_vergelijking, args.services
+    )
     print(f"\n== metrics scrape ({time.perf_counter() - started:.0f} s)", flush=True)
     for size in sorted(result["p50_ms"]):
         onbevestigd = result["onbevestigd"][size]

@@ -161,6 +161,7 @@ GRANT EXECUTE ON FUNCTION nmc.console_notificatie(uuid) TO nmc_console;
 GRANT EXECUTE ON FUNCTION nmc.console_notificatie_events(uuid) TO nmc_console;
 GRANT EXECUTE ON FUNCTION nmc.console_notificatie_taken(uuid) TO nmc_console;
 GRANT EXECUTE ON FUNCTION nmc.console_webhooks() TO nmc_console;
+GRANT EXECUTE ON FUNCTION nmc.console_webhooks_v2() TO nmc_console;
 GRANT EXECUTE ON FUNCTION nmc.console_onbevestigd() TO nmc_console;
 GRANT EXECUTE ON FUNCTION nmc.console_budget(integer) TO nmc_console;
 GRANT EXECUTE ON FUNCTION nmc.console_budget_dag() TO nmc_console;

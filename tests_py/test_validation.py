@@ -168,7 +168,7 @@ def test_many_different_violations_together():
             "dvRef",
             "berichtType",
             "identificatieNummer",
-            "berichtgegevens.ok",
+            "berichtgegevens",  # its first member, by position
             "geldigTot",
             "batchId",
             "dienst",
@@ -554,12 +554,14 @@ def test_berichtgegevens_values():
     found = violations_of(
         lambda: v.validate_decentraal(decentraal(berichtgegevens=gegevens), now=NOW)
     )
-    assert sorted(fields(found)) == [
-        "berichtgegevens.getal",
-        "berichtgegevens.lang",
-        "berichtgegevens.lijst",
-        "berichtgegevens.nul",
-        "berichtgegevens.stuur",
+    # Each by its position in the berichtgegevens, never by its key.
+    assert fields(found) == ["berichtgegevens"] * 5
+    assert [f["message"] for f in found] == [
+        "veld 1 van berichtgegevens moet een tekst zijn (geen getal, object of lijst)",
+        "veld 2 van berichtgegevens moet een tekst zijn (geen getal, object of lijst)",
+        "veld 3 van berichtgegevens moet een tekst zijn (geen getal, object of lijst)",
+        "veld 4 van berichtgegevens is langer dan 2000 tekens",
+        "veld 5 van berichtgegevens mag geen stuurtekens bevatten (behalve tab en regeleinde)",
     ]
 
 
@@ -731,7 +733,7 @@ def test_batch_reports_item_paths_for_all_items():
         "notificaties[1].emailAdres",
         "notificaties[2]",
         "notificaties[3].berichtType",
-        "notificaties[4].berichtgegevens.k",
+        "notificaties[4].berichtgegevens",
     ]
 
 

@@ -1,6 +1,6 @@
 -- The operator console's reads and actions, as the console's own role (nmc_console).
 BEGIN;
-SELECT plan(25);
+SELECT plan(28);
 \ir fixtures/setup.sql
 
 -- Two notifications of DV 1001 open, one cancelled an hour ago, one of DV 1002 verzonden.
@@ -99,6 +99,27 @@ SELECT results_eq(
     $$VALUES (1001, 'hook.dv.example', 10, 10, true, 'open')$$,
     'a webhook: the host of its URL only, its failures against the limit, paused until'
 );
+SELECT results_eq(
+    'SELECT * FROM nmc.console_webhooks()',
+    $$SELECT dv_id, naam, webhook_host, epoch, xid, event_id, geleverd_op, mislukt,
+             max_mislukt, gepauzeerd_tot, uitgeschakeld, taak_staat, taak_due
+      FROM nmc.console_webhooks_v2()$$,
+    'the previous release''s form gives what the new one does, without the gap pause'
+);
+SELECT is(
+    (SELECT gat_op FROM nmc.console_webhooks_v2() WHERE dv_id = 1001), NULL,
+    'no gap: the webhook is not paused for one'
+);
+RESET ROLE;
+UPDATE nmc.webhookpositie SET gat_op = nmc.now() WHERE dv_id = 1001;
+SET LOCAL ROLE nmc_console;
+SELECT is(
+    (SELECT gat_op FROM nmc.console_webhooks_v2() WHERE dv_id = 1001), nmc.now(),
+    'a webhook paused for a gap says since when'
+);
+RESET ROLE;
+UPDATE nmc.webhookpositie SET gat_op = NULL WHERE dv_id = 1001;
+SET LOCAL ROLE nmc_console;
 SELECT results_eq(
     $$SELECT dv_id, aantal, bevestigd_op IS NULL FROM nmc.console_onbevestigd()
       WHERE dv_id = 1001$$,

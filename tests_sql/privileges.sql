@@ -125,6 +125,7 @@ SELECT set_eq(
         ('nmc.console_notificatie_events(uuid)'),
         ('nmc.console_notificatie_taken(uuid)'),
         ('nmc.console_webhooks()'),
+        ('nmc.console_webhooks_v2()'),
         ('nmc.console_onbevestigd()'),
         ('nmc.console_budget(integer)'),
         ('nmc.console_budget_dag()'),
@@ -160,8 +161,9 @@ SELECT set_eq(
     $$SELECT p.proname::text FROM pg_catalog.pg_proc AS p
       WHERE p.pronamespace = 'nmc'::regnamespace
           AND NOT coalesce('search_path=pg_catalog, pg_temp' = ANY(p.proconfig), false)$$,
-    $$VALUES ('allowed_transitions'), ('transition_allowed'), ('is_terminal'), ('reden_fits')$$,
-    'every nmc function pins search_path, except the four inlinable immutable helpers'
+    $$VALUES ('allowed_transitions'), ('transition_allowed'), ('is_terminal'), ('reden_fits'),
+        ('verzendtempo_instelling'), ('verzendtempo_kind'), ('verzenddag')$$,
+    'every nmc function pins search_path, except the inlinable helpers (schema-qualified)'
 );
 SELECT set_eq(
     $$SELECT p.proname::text FROM pg_catalog.pg_proc AS p
@@ -193,7 +195,8 @@ SELECT set_eq(
              ('console_achterstand'), ('console_verzendweigeringen'),
              ('console_mislukt'), ('console_taak'), ('console_notificatie'),
              ('console_notificatie_events'), ('console_notificatie_taken'),
-             ('console_webhooks'), ('console_onbevestigd'), ('console_budget'), ('console_budget_dag'),
+             ('console_webhooks'), ('console_webhooks_v2'), ('console_onbevestigd'),
+             ('console_budget'), ('console_budget_dag'),
              ('console_onderhoud'), ('console_event_partities'), ('console_onderhoud_taken'),
              ('console_beheeracties'), ('console_reopen_taak'), ('console_force_transition'),
              ('resume_webhook_beheer'), ('ensure_beheerrapporten'), ('begin_beheerrapport'),

@@ -1,7 +1,7 @@
 -- The send budget: NotifyNL's pace (never more than the rate in any 60 seconds, bursts
 -- bounded) and its UTC day per service, in one row per service and kind.
 BEGIN;
-SELECT plan(28);
+SELECT plan(29);
 
 INSERT INTO nmc.notify_service (code, budget_per_minuut, navraag_aandeel)
 VALUES ('klein', 100, 0.2);
@@ -168,6 +168,19 @@ SELECT results_eq(
       FROM nmc.verzenddag() WHERE notify_service IN ('dag', 'klein')$$,
     $$VALUES ('dag', 540, 20, 20, 70, false), ('klein', 80, 2, 0, 250000, false)$$,
     'the day per service: pace, sends today (none yet for klein on this day), limit'
+);
+
+-- The day is read per service row by every metrics scrape: it and its helpers are inlined
+-- into the caller's statement, no function call per row.
+CREATE FUNCTION pg_temp.plan(p_sql TEXT) RETURNS SETOF TEXT
+LANGUAGE plpgsql AS $$ BEGIN RETURN QUERY EXECUTE 'EXPLAIN ' || p_sql; END $$;
+SELECT is(
+    (
+        SELECT count(*)::INTEGER FROM pg_temp.plan('SELECT * FROM nmc.verzenddag()') AS l
+        WHERE l LIKE '%Function Scan%'
+    ),
+    0,
+    'nmc.verzenddag, nmc.verzendtempo_instelling and nmc.verzendtempo_kind are inlined'
 );
 
 SELECT * FROM finish();

@@ -195,7 +195,7 @@ BEGIN
         WHERE v_oud_nrs IS NULL OR u.nr <> ALL(v_oud_nrs)
         ORDER BY u.hmac, u.nr
         ON CONFLICT (dv_id, dvref_hmac) DO NOTHING
-        RETURNING id, trace_id
+        RETURNING id, trace_id, berichttype
     ),
 
     eerste_event AS (
@@ -204,8 +204,10 @@ BEGIN
     ),
 
     eerste_taak AS (
-        INSERT INTO nmc.taak (soort, dv_id, notificatie_id, due, trace_id, aangemaakt_op)
-        SELECT 'verzenden', p_dv_id, nn.id, v_nu, nn.trace_id, v_nu
+        INSERT INTO nmc.taak (
+            soort, dv_id, notificatie_id, berichttype, due, trace_id, aangemaakt_op
+        )
+        SELECT 'verzenden', p_dv_id, nn.id, nn.berichttype, v_nu, nn.trace_id, v_nu
         FROM nieuwe_notificatie AS nn
     )
 

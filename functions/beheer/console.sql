@@ -216,6 +216,41 @@ $$;
 COMMENT ON FUNCTION nmc.console_notificatie_taken(uuid) IS
 'The tasks of one notification (still kept), oldest first, for the console.';
 
+CREATE OR REPLACE FUNCTION nmc.console_webhooks_v2()
+RETURNS TABLE (
+    dv_id integer, naam text, webhook_host text, epoch integer, xid xid8, event_id bigint,
+    geleverd_op timestamptz, mislukt integer, max_mislukt integer, gepauzeerd_tot timestamptz,
+    uitgeschakeld boolean, gat_op timestamptz, taak_staat nmc.taak_staat,
+    taak_due timestamptz
+)
+LANGUAGE sql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+    SELECT d.dv_id, d.naam,
+        -- The host only: a path or query may hold the DV's own secrets.
+        pg_catalog.substring(d.webhook_url, '^[a-zA-Z]+://(?:[^/?#@]*@)?([^/?#:]+)'),
+        w.epoch, w.xid, w.event_id, w.geleverd_op, w.mislukt, d.webhook_max_mislukt,
+        w.gepauzeerd_tot, w.uitgeschakeld, w.gat_op, t.staat, t.due
+    FROM nmc.dienstverlener AS d
+    LEFT JOIN nmc.webhookpositie AS w ON w.dv_id = d.dv_id
+    LEFT JOIN LATERAL (
+        SELECT t.staat, t.due FROM nmc.taak AS t
+        WHERE t.dv_id = d.dv_id AND t.soort = 'terugkoppelen' AND t.staat <> 'done'
+        ORDER BY t.id DESC LIMIT 1
+    ) AS t ON true
+    WHERE d.webhook_url IS NOT NULL OR w.dv_id IS NOT NULL
+    ORDER BY d.dv_id
+$$;
+COMMENT ON FUNCTION nmc.console_webhooks_v2() IS
+'Every DV with a webhook (or a position left from one), for the console: the host of its '
+'URL (never the path), the delivery position, consecutive failures against the DV''s '
+'limit, paused until, disabled (a 410), paused for a gap since (gat_op: events after the '
+'position were dropped; only the DV setting its position ends it), and its terugkoppelen '
+'task.';
+
 CREATE OR REPLACE FUNCTION nmc.console_webhooks()
 RETURNS TABLE (
     dv_id integer, naam text, webhook_host text, epoch integer, xid xid8, event_id bigint,
@@ -228,25 +263,13 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
-    SELECT d.dv_id, d.naam,
-        -- The host only: a path or query may hold the DV's own secrets.
-        pg_catalog.substring(d.webhook_url, '^[a-zA-Z]+://(?:[^/?#@]*@)?([^/?#:]+)'),
-        w.epoch, w.xid, w.event_id, w.geleverd_op, w.mislukt, d.webhook_max_mislukt,
-        w.gepauzeerd_tot, w.uitgeschakeld, t.staat, t.due
-    FROM nmc.dienstverlener AS d
-    LEFT JOIN nmc.webhookpositie AS w ON w.dv_id = d.dv_id
-    LEFT JOIN LATERAL (
-        SELECT t.staat, t.due FROM nmc.taak AS t
-        WHERE t.dv_id = d.dv_id AND t.soort = 'terugkoppelen' AND t.staat <> 'done'
-        ORDER BY t.id DESC LIMIT 1
-    ) AS t ON true
-    WHERE d.webhook_url IS NOT NULL OR w.dv_id IS NOT NULL
-    ORDER BY d.dv_id
+    SELECT w.dv_id, w.naam, w.webhook_host, w.epoch, w.xid, w.event_id, w.geleverd_op,
+        w.mislukt, w.max_mislukt, w.gepauzeerd_tot, w.uitgeschakeld, w.taak_staat, w.taak_due
+    FROM nmc.console_webhooks_v2() AS w
 $$;
 COMMENT ON FUNCTION nmc.console_webhooks() IS
-'Every DV with a webhook (or a position left from one), for the console: the host of its '
-'URL (never the path), the delivery position, consecutive failures against the DV''s '
-'limit, paused until, disabled (a 410), and its terugkoppelen task.';
+'The previous release''s form of nmc.console_webhooks_v2, without the gap pause (kept for '
+'consoles of that release during a rolling deploy; drop it in the next).';
 
 CREATE OR REPLACE FUNCTION nmc.console_onbevestigd()
 RETURNS TABLE (

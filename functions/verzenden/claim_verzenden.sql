@@ -1,5 +1,7 @@
 -- The send claim (SPEC §5): fair batch, send budget, and the claim as a transition under
 -- the notification's row lock, so cancel, claim and a late receipt share one lock.
+-- The batch holds only tasks that can get a token (nmc.lock_due_verzenden): a service whose
+-- day is used up, or a DV's used fair share, does not fill it.
 
 CREATE OR REPLACE FUNCTION nmc.claim_verzenden(p_eigenaar text, p_batch integer DEFAULT 20)
 RETURNS TABLE (
@@ -46,7 +48,7 @@ BEGIN
         ), '{}'),
         coalesce(pg_catalog.array_agg(n.dv_id), '{}')
     INTO v_k_taak, v_k_rang, v_k_service, v_k_verzendbaar, v_k_dv
-    FROM nmc.lock_due_taken('verzenden', greatest(p_batch, 1)) AS l
+    FROM nmc.lock_due_verzenden(greatest(p_batch, 1)) AS l
     INNER JOIN nmc.taak AS t ON t.id = l.taak_id
     INNER JOIN nmc.notificatie AS n ON n.id = t.notificatie_id
     INNER JOIN nmc.berichttype AS b ON b.dv_id = n.dv_id AND b.code = n.berichttype;

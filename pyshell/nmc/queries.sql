@@ -582,9 +582,9 @@ FROM nmc.console_notificatie_taken(%(notificatie_id)s::uuid) AS t
 
 -- console_webhooks --
 SELECT w.dv_id, w.naam, w.webhook_host, w.epoch, w.xid::text AS xid, w.event_id,
-    w.geleverd_op, w.mislukt, w.max_mislukt, w.gepauzeerd_tot, w.uitgeschakeld,
+    w.geleverd_op, w.mislukt, w.max_mislukt, w.gepauzeerd_tot, w.uitgeschakeld, w.gat_op,
     w.taak_staat::text AS taak_staat, w.taak_due
-FROM nmc.console_webhooks() AS w
+FROM nmc.console_webhooks_v2() AS w
 
 -- console_onbevestigd --
 SELECT o.dv_id, o.naam, o.aantal, o.afgekapt, o.oudste, o.bevestigd_op,

@@ -79,6 +79,30 @@ def test_an_unknown_member_says_where_it_is(client):
 
 
 @pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        (DECENTRAAL, lambda: decentraal(berichtgegevens={"naam": "x", BSN: 1}), "berichtgegevens"),
+        (
+            CENTRAAL,
+            lambda: centraal(berichtgegevens={"naam": "x", BSN: "a\u0000"}),
+            "berichtgegevens",
+        ),
+        (
+            f"{DECENTRAAL}/_batch",
+            lambda: {"notificaties": [decentraal(berichtgegevens={"naam": "x", BSN: "x" * 2001})]},
+            "notificaties[0].berichtgegevens",
+        ),
+    ],
+)
+def test_a_berichtgegevens_key_is_never_named(client, path, body, field):
+    # A value refused for its type, a control character or its length: the key (here a BSN)
+    # is the DV's own text, so the violation names the member by its position.
+    [found] = refused_without_echo(client.post(path, json=body(), headers=auth()))
+    assert (found["field"], found["in"]) == (field, "body")
+    assert found["message"].startswith("veld 2 van berichtgegevens ")
+
+
+@pytest.mark.parametrize(
     "url",
     [
         f"{BASE}/notificaties?dvRef=zaak-1",

@@ -194,7 +194,7 @@ def test_batch_400_lists_every_bad_item_by_index(client, conn):
     assert violations_of(response) == {
         "notificaties[1].emailAdres",
         "notificaties[3].dvRef",
-        "notificaties[3].berichtgegevens.naam",
+        "notificaties[3].berichtgegevens",
     }
     assert conn.execute("SELECT count(*) FROM nmc.notificatie").fetchone()[0] == 0
 
@@ -272,10 +272,10 @@ def _past():
         (DECENTRAAL, decentraal(berichtType=...), {"berichtType"}),
         (DECENTRAAL, decentraal(berichtType="met spatie"), {"berichtType"}),
         (DECENTRAAL, decentraal(berichtgegevens=["a"]), {"berichtgegevens"}),
-        (DECENTRAAL, decentraal(berichtgegevens={"a": {"b": "c"}}), {"berichtgegevens.a"}),
-        (DECENTRAAL, decentraal(berichtgegevens={"a": 1}), {"berichtgegevens.a"}),
+        (DECENTRAAL, decentraal(berichtgegevens={"a": {"b": "c"}}), {"berichtgegevens"}),
+        (DECENTRAAL, decentraal(berichtgegevens={"a": 1}), {"berichtgegevens"}),
         (DECENTRAAL, decentraal(berichtgegevens={"a-b": "c"}), {"berichtgegevens"}),
-        (DECENTRAAL, decentraal(berichtgegevens={"a": "x" * 2001}), {"berichtgegevens.a"}),
+        (DECENTRAAL, decentraal(berichtgegevens={"a": "x" * 2001}), {"berichtgegevens"}),
         (
             DECENTRAAL,
             decentraal(berichtgegevens={f"k{i}": "x" * 1000 for i in range(17)}),

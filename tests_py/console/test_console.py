@@ -200,6 +200,23 @@ def test_an_operator_resumes_a_paused_webhook(client, conn, data: Populated):
     assert client.get(f"/webhooks/{data.dv_een}/hervatten").status_code == 404
 
 
+def test_a_webhook_paused_for_a_gap_is_not_shown_as_healthy(client, conn, data: Populated):
+    # No failures and no timed pause: only the gap holds it (events past its position gone).
+    conn.execute(
+        "UPDATE nmc.webhookpositie SET mislukt = 0, gepauzeerd_tot = NULL, gat_op = nmc.now() "
+        "WHERE dv_id = %s",
+        [data.dv_twee],
+    )
+    login(client)
+    page = client.get("/webhooks").text
+    row = page[page.index(f'id="webhook-{data.dv_twee}"') :].split("</tr>", 1)[0]
+    assert "gepauzeerd voor een gat" in row and "slecht" in row and "levert" not in row
+    assert "gat sinds" in row
+    # Resuming would not end it, so it is not offered; the DV sets its position.
+    assert f"/webhooks/{data.dv_twee}/hervatten" not in row
+    assert "/webhook/positie" in page
+
+
 def test_behind_the_proxy_the_bearer_token_is_verified_too(client, data: Populated):
     headers = {"authorization": "Bearer " + token(READER, sub="via-proxy")}
     page = client.get("/achterstand", headers=headers)

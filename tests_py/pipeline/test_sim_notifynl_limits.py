@@ -87,6 +87,24 @@ def test_the_rate_is_per_service_and_checked_before_the_day(notifynl):
     assert limits["admitted"] == {SERVICE_ID: 4, other_service: 3}
 
 
+def test_every_request_is_judged_by_both_limiters_and_its_pace_kept(notifynl):
+    # The bucket answers (3 tokens of a rate of 6); the window is counted only.
+    configure_notifynl_url(notifynl, rate_limit=6, rate_limit_mode="bucket")
+    assert statuses(notifynl, 4) == [201] * 3 + [429]
+    advance(notifynl, 10)  # one token back; the window still holds the four
+    assert statuses(notifynl, 3) == [201, 429, 429]
+    limits = sim_get(notifynl, "/_sim/limits")
+    assert limits["per_mode"] == {
+        "bucket": {"admitted": {SERVICE_ID: 4}, "refused": {SERVICE_ID: 3}},
+        "window": {"admitted": {SERVICE_ID: 6}, "refused": {SERVICE_ID: 1}},
+    }
+    assert limits["admitted"] == {SERVICE_ID: 4}  # what was answered: the bucket's
+    # All seven within 60 s; the largest burst: 7 less the 1 a bucket refills in 10 s.
+    assert limits["pace"] == {
+        SERVICE_ID: {"requests": 7, "most_in_60s": 7, "largest_burst": 6, "bucket_size": 3}
+    }
+
+
 def test_injected_429s_are_counted_apart_from_the_limits(notifynl):
     set_faults_url(notifynl, error_rate={"429": 1.0})
     assert statuses(notifynl, 2) == [429, 429]

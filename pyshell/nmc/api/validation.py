@@ -589,20 +589,21 @@ def _berichtgegevens(body: dict[str, Any], prefix: str, errors: _Collector) -> d
     out: dict[str, str] = {}
     total = 0
     bad_keys = 0
-    for key, item in value.items():
+    # A key is the DV's own text (a BSN used as one would be echoed): a violation names the
+    # member by its 1-based position in the berichtgegevens, as unknown members are named.
+    for position, (key, item) in enumerate(value.items(), 1):
         if not _BERICHTGEGEVENS_KEY.match(key):
             bad_keys += 1
             continue
+        member = f"veld {position} van berichtgegevens"
         if not isinstance(item, str):
-            errors.add(f"{field}.{key}", "moet een tekst zijn (geen getal, object of lijst)")
+            errors.add(field, f"{member} moet een tekst zijn (geen getal, object of lijst)")
             continue
         if _has_bad_chars(item, _ALLOWED_IN_TEXT):
-            errors.add(
-                f"{field}.{key}", "mag geen stuurtekens bevatten (behalve tab en regeleinde)"
-            )
+            errors.add(field, f"{member} mag geen stuurtekens bevatten (behalve tab en regeleinde)")
             continue
         if len(item) > BERICHTGEGEVENS_VALUE_MAX:
-            errors.add(f"{field}.{key}", f"is langer dan {BERICHTGEGEVENS_VALUE_MAX} tekens")
+            errors.add(field, f"{member} is langer dan {BERICHTGEGEVENS_VALUE_MAX} tekens")
             continue
         item = unicodedata.normalize("NFC", item)
         total += len(key) + (len(item) if item.isascii() else len(item.encode("utf-8")))

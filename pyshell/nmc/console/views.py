@@ -454,6 +454,8 @@ async def webhooks(request: Request, operator: Operator) -> Response:
     for row in found:
         if row["uitgeschakeld"]:
             row["toestand"], row["klasse"] = "uitgeschakeld (410 van de DV)", "slecht"
+        elif row["gat_op"] is not None:
+            row["toestand"], row["klasse"] = "gepauzeerd voor een gat", "slecht"
         elif row["gepauzeerd_tot"] is not None and row["gepauzeerd_tot"] > nu:
             row["toestand"], row["klasse"] = "gepauzeerd", "slecht"
         elif row["mislukt"]:
@@ -462,7 +464,10 @@ async def webhooks(request: Request, operator: Operator) -> Response:
             row["toestand"], row["klasse"] = "nog geen positie", "let-op"
         else:
             row["toestand"], row["klasse"] = "levert", "goed"
-        row["hervatbaar"] = row["klasse"] != "goed" and row["webhook_host"] is not None
+        # Resuming does not end a pause for a gap (only the DV setting its position does).
+        row["hervatbaar"] = (
+            row["klasse"] != "goed" and row["webhook_host"] is not None and row["gat_op"] is None
+        )
     return render(request, operator, "webhooks.html", nu=nu, webhooks=found, gedaan=gedaan(request))
 
 
@@ -701,6 +706,7 @@ async def hervatten(request: Request, operator: Operator) -> Response:
             ("mislukt", f"{w['mislukt']} van {w['max_mislukt']}"),
             ("gepauzeerd tot", format_time(w["gepauzeerd_tot"])),
             ("uitgeschakeld", "ja" if w["uitgeschakeld"] else "nee"),
+            ("gepauzeerd voor een gat sinds", format_time(w["gat_op"])),
         ],
         "actie": f"/webhooks/{dv_id}/hervatten",
         "knop": "Hervatten",
