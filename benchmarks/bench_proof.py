@@ -34,6 +34,7 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "pyshell"))
+sys.path.insert(0, str(ROOT / "pyshell" / "dev"))
 
 from bench_intake import free_port, start_api, write_secrets  # noqa: E402
 from bench_send import fresh_database, onboard  # noqa: E402

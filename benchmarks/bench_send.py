@@ -50,6 +50,7 @@ from psycopg import sql
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "pyshell"))
+sys.path.insert(0, str(ROOT / "pyshell" / "dev"))
 
 from nmc import aio  # noqa: E402
 from nmc.admin.migrate import migrate  # noqa: E402

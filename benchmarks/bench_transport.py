@@ -46,6 +46,7 @@ import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "pyshell"))
+sys.path.insert(0, str(ROOT / "pyshell" / "dev"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_send import bench_drain, cpu_seconds, notifynl_simulator, sql_send_ceiling  # noqa: E402

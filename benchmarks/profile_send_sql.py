@@ -29,6 +29,7 @@ import psycopg
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "pyshell"))
+sys.path.insert(0, str(ROOT / "pyshell" / "dev"))
 
 from bench_send import (  # noqa: E402
     cpu_seconds,
