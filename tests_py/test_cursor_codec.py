@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 import pytest
 
 from nmc.api import lijst_cursor
+from nmc.crypto.peppers import parse_peppers
 from nmc.cursor_codec import Codec, InvalidCursor, Keys, Layout
 from nmc.feed_cursor import CursorCodec, Position
-from nmc.peppers import parse_peppers
 
 
 def _key(byte: int) -> str:

@@ -5,9 +5,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from nmc.crypto.peppers import new_peppers, parse_peppers
+from nmc.crypto.secret_files import CryptoConfigError
 from nmc.feed_cursor import CursorCodec, InvalidCursor, Position
-from nmc.peppers import new_peppers, parse_peppers
-from nmc.secret_files import CryptoConfigError
 
 MOMENT = datetime(2025, 3, 1, 9, 0, 7, 123456, tzinfo=UTC)
 POSITION = Position(epoch=3, xid=2**63 + 5, event_id=42, uitgegeven_op=MOMENT)

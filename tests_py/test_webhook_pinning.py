@@ -20,8 +20,8 @@ from nmc.adapters.aio_backend import AsyncioTransport, LeanAsyncClient
 from nmc.adapters.beheerkanaal import BeheerkanaalClient
 from nmc.adapters.http import UnexpectedResponse
 from nmc.adapters.webhook import WebhookClient
+from nmc.crypto.peppers import new_peppers, parse_peppers
 from nmc.feed_cursor import CursorCodec
-from nmc.peppers import new_peppers, parse_peppers
 from nmc.webhook_signing import SigningRing, new_signing_ring, parse_signing_ring
 from nmc.webhook_validatie import Adresbeleid, Doel, Validatie, WebhookValidator
 

@@ -388,8 +388,8 @@ def admin_notificatie_force(args: argparse.Namespace, settings: Settings) -> int
 
 
 def admin_kek_status(args: argparse.Namespace, settings: Settings) -> int:
-    from nmc.kek_ring import load_kek_ring
-    from nmc.secret_files import CryptoConfigError
+    from nmc.crypto.kek_ring import load_kek_ring
+    from nmc.crypto.secret_files import CryptoConfigError
 
     try:
         ring = load_kek_ring()
@@ -409,7 +409,7 @@ def admin_kek_status(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def admin_kek_rotate(args: argparse.Namespace, settings: Settings) -> int:
-    from nmc.kek_ring import load_kek_ring
+    from nmc.crypto.kek_ring import load_kek_ring
 
     def progress(stored: int, total: int) -> None:
         print(f"re-wrapped {stored} (total {total})", flush=True)

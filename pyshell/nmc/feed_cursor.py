@@ -40,9 +40,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from nmc.crypto.peppers import PURPOSE_DVREF, Peppers
+from nmc.crypto.secret_files import CryptoConfigError
 from nmc.cursor_codec import Codec, InvalidCursor, Keys, Layout, from_micros, to_micros
-from nmc.peppers import PURPOSE_DVREF, Peppers
-from nmc.secret_files import CryptoConfigError
 
 __all__ = ["PURPOSE_CURSOR", "CursorCodec", "InvalidCursor", "Position"]
 

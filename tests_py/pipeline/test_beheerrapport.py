@@ -26,8 +26,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from nmc.kek_ring import KekRing
-from nmc.sealing import seal
+from nmc.crypto.kek_ring import KekRing
+from nmc.crypto.sealing import seal
 from nmc.webhook_signing import SigningRing, parse_signing_ring
 from nmc.webhook_signing import new_signing_ring as make_ring
 from nmc.worker.beheerrapport import SOORT

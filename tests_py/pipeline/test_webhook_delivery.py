@@ -27,9 +27,9 @@ from webhookreceiver import CONTENT_TYPE, Receiver
 from nmc.admin.dev_iam import generate_dev_iam_key, issue_dev_token
 from nmc.admin.onboarding import check_webhook
 from nmc.config import Settings
+from nmc.crypto.kek_ring import KekRing, new_kek_ring
+from nmc.crypto.peppers import new_peppers
 from nmc.database import with_overrides
-from nmc.kek_ring import KekRing, new_kek_ring
-from nmc.peppers import new_peppers
 from nmc.webhook_signing import new_signing_ring
 from nmc.worker.config import WorkerConfig
 from nmc.worker.loop import Worker

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 import httpx
 
 from nmc.adapters.http import Deferral, request, traceparent
-from nmc.peppers import PURPOSE_DVREF, Peppers, peppers
+from nmc.crypto.peppers import PURPOSE_DVREF, Peppers, peppers
 
 SERVICE = "ldv"
 RESOURCE = {"service.name": "nmc", "service.namespace": "moza"}

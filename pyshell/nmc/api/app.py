@@ -38,10 +38,10 @@ from nmc.api.settings import ApiSettings
 from nmc.api.sse import StreamSlots
 from nmc.api.verstrekking_ldv import VerstrekkingLdv
 from nmc.cloudevents import PLACEHOLDER_OIN
+from nmc.crypto.kek_ring import load_kek_ring
+from nmc.crypto.peppers import PURPOSE_PAYLOAD, load_peppers
 from nmc.errors import NmcError
 from nmc.feed_cursor import CursorCodec
-from nmc.kek_ring import load_kek_ring
-from nmc.peppers import PURPOSE_PAYLOAD, load_peppers
 from nmc.webhook_signing import load_public_keys, load_signing_ring
 
 log = logging.getLogger(__name__)

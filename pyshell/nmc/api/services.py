@@ -15,9 +15,9 @@ from nmc.api.receipt_batcher import ReceiptBatcher
 from nmc.api.settings import ApiSettings
 from nmc.api.sse import StreamSlots
 from nmc.api.verstrekking_ldv import VerstrekkingLdv
+from nmc.crypto.kek_ring import KekRing
+from nmc.crypto.peppers import PURPOSE_DVREF, Peppers
 from nmc.feed_cursor import CursorCodec
-from nmc.kek_ring import KekRing
-from nmc.peppers import PURPOSE_DVREF, Peppers
 
 
 class VerifiedTokens:

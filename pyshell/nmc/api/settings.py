@@ -43,8 +43,8 @@ NMC_WEBHOOK_PUBLIC_KEYS_FILE   the webhook ring's public JWKS, published; the AP
 NMC_AFLEVERBEWIJS_SIGNING_KEYS_FILE  the delivery-proof signing ring: the API signs proofs
                                and publishes its keys, retired ones too (nmc.afleverbewijs_signing)
 
-Also read at start-up, by their own modules: NMC_KEK_FILE (nmc.kek_ring), NMC_PEPPERS(_FILE)
-(nmc.peppers), NMC_OAUTH_* (auth), NMC_WEBHOOK_PUBLIC_KEYS_FILE (nmc.webhook_signing).
+Also read at start-up, by their own modules: NMC_KEK_FILE (nmc.crypto.kek_ring), NMC_PEPPERS(_FILE)
+(nmc.crypto.peppers), NMC_OAUTH_* (auth), NMC_WEBHOOK_PUBLIC_KEYS_FILE (nmc.webhook_signing).
 """
 
 import os

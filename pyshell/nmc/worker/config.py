@@ -18,7 +18,7 @@ NMC_WORKER_METRICS_PORT   the port of the worker's /metrics and /health/* (defau
                           0 picks a free port); `--metrics-port` overrides it
 NMC_WORKER_METRICS_HOST   the address it binds (default 127.0.0.1; 0.0.0.0 in a pod)
 NMC_GEEN_CONTACTGEGEVENS_DREMPEL  as for the API: the flag in /metrics (0.3)
-NMC_KEK_FILE, NMC_PEPPERS / NMC_PEPPERS_FILE   as for the API (nmc.kek_ring, nmc.peppers);
+NMC_KEK_FILE, NMC_PEPPERS / NMC_PEPPERS_FILE   as for the API (nmc.crypto: kek_ring, peppers);
                           the peppers also key the `Nmc-Cursor` of webhook calls, so they must
                           be the API's
 NMC_WEBHOOK_SIGNING_KEYS_FILE  the webhook signing ring, as for the API (nmc.webhook_signing);

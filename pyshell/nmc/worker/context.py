@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 
 import psycopg
 
-from nmc import kek_ring, sealing
 from nmc.adapters.beheerkanaal import BeheerkanaalClient
 from nmc.adapters.http import Deferral, LimitReached, UnexpectedResponse
 from nmc.adapters.ldv import Ldv
@@ -20,6 +19,7 @@ from nmc.adapters.notifynl import NotifyNL
 from nmc.adapters.profielservice import Profielservice
 from nmc.adapters.webhook import WebhookClient
 from nmc.api.settings import DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL
+from nmc.crypto import kek_ring, sealing
 from nmc.group_commit import Flush, GroupCommit
 from nmc.webhook_validatie import WebhookValidator
 from nmc.worker.claims import Ongeldigtaak, Verzendtaak

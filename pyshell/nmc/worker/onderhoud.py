@@ -23,9 +23,9 @@ re-wrap: list, then store)."""
 import logging
 import time
 
-from nmc.kek_ring import UnknownKekError
+from nmc.crypto.kek_ring import UnknownKekError
+from nmc.crypto.sealing import DecryptionError, rewrap
 from nmc.notifynl_templates import GELEZEN, lees_template
-from nmc.sealing import DecryptionError, rewrap
 from nmc.worker.claims import Taak
 from nmc.worker.context import Context, settle
 from nmc.worker.logs import event

@@ -43,8 +43,8 @@ from nmc.admin import onboarding as admin
 from nmc.admin import operations as admin_ops
 from nmc.cloudevents import event_source
 from nmc.config import Settings
+from nmc.crypto.kek_ring import new_kek_ring
 from nmc.errors import NmcError
-from nmc.kek_ring import new_kek_ring
 from nmc.webhook_validatie import ALLOWED_NETWORKS_ENV, Adresbeleid
 from nmc_client import NmcClient
 from nmc_dev.demo.display import Display
