@@ -1,4 +1,4 @@
-"""Unit tests of nmc.crypto (sealing, kek_ring, peppers) and nmc.canonical_json: envelope
+"""Unit tests of nmc.crypto (sealing, kek_ring, peppers) and nmc.signing.canonical_json: envelope
 encryption, KEK rotation, peppers, payload hash."""
 
 import base64
@@ -15,7 +15,6 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nmc.canonical_json import canonical_json, payload_hash
 from nmc.crypto.kek_ring import (
     KekRing,
     UnknownKekError,
@@ -45,6 +44,7 @@ from nmc.crypto.sealing import (
     seal,
 )
 from nmc.crypto.secret_files import CryptoConfigError
+from nmc.signing.canonical_json import canonical_json, payload_hash
 
 PLAIN_MAIL = "geheim.adres@voorbeeld.nl"
 PLAIN_VALUE = "Persoonlijke Waarde 12345"

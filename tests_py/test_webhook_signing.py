@@ -1,4 +1,4 @@
-"""Unit tests of nmc.webhook_signing: the ring, the public JWKS, the webhook JWT."""
+"""Unit tests of nmc.signing.webhook_signing: the ring, the public JWKS, the webhook JWT."""
 
 import json
 
@@ -6,7 +6,7 @@ import jwt
 import pytest
 
 from nmc.cloudevents import event_source, to_cloudevent, utc_rfc3339
-from nmc.webhook_signing import (
+from nmc.signing.webhook_signing import (
     SigningConfigError,
     issuer,
     load_signing_ring,

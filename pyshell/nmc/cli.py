@@ -119,7 +119,7 @@ def _afleverbewijs_file(args: argparse.Namespace) -> Path:
 
 
 def admin_afleverbewijs_list(args: argparse.Namespace, settings: Settings) -> int:
-    from nmc import afleverbewijs_signing as proof
+    from nmc.signing import afleverbewijs_signing as proof
 
     for kid, alg, state in proof.describe(proof.read_ring_document(_afleverbewijs_file(args))):
         print(f"{kid}  {alg}  {state}")
@@ -127,7 +127,7 @@ def admin_afleverbewijs_list(args: argparse.Namespace, settings: Settings) -> in
 
 
 def admin_afleverbewijs_add(args: argparse.Namespace, settings: Settings) -> int:
-    from nmc import afleverbewijs_signing as proof
+    from nmc.signing import afleverbewijs_signing as proof
 
     path = _afleverbewijs_file(args)
     document = proof.add_key(proof.read_ring_document(path), args.kid, args.alg)
@@ -142,7 +142,7 @@ def admin_afleverbewijs_add(args: argparse.Namespace, settings: Settings) -> int
 def admin_afleverbewijs_activate(args: argparse.Namespace, settings: Settings) -> int:
     from datetime import timedelta
 
-    from nmc import afleverbewijs_signing as proof
+    from nmc.signing import afleverbewijs_signing as proof
 
     path = _afleverbewijs_file(args)
     if args.bewaar_dagen is None:
@@ -159,7 +159,7 @@ def admin_afleverbewijs_activate(args: argparse.Namespace, settings: Settings) -
 
 
 def admin_webhook_public(args: argparse.Namespace, settings: Settings) -> int:
-    from nmc import webhook_signing
+    from nmc.signing import webhook_signing
 
     ring = webhook_signing.load_signing_ring(args.file)
     if ring is None:

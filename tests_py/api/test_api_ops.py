@@ -16,7 +16,7 @@ from starlette.testclient import TestClient
 from nmc.api.app import create_app
 from nmc.api.logs import JsonFormatter
 from nmc.api.metrics import database_lines
-from nmc.webhook_signing import load_signing_ring, new_signing_ring
+from nmc.signing.webhook_signing import load_signing_ring, new_signing_ring
 from nmc_client import Conflict, CursorExpired, NmcClient, NotFound
 
 HERVATTEN = f"{BASE}/webhook/hervatten"
@@ -109,7 +109,7 @@ def test_the_jwks_publishes_the_public_signing_keys(client, api_env, path):
     assert response.status_code == 200
     assert response.headers["content-type"] == "application/json"
     document = response.json()
-    # The webhook ring's key, then the delivery-proof ring's (nmc.afleverbewijs_signing).
+    # The webhook ring's key, then the delivery-proof ring's (nmc.signing.afleverbewijs_signing).
     key, proof_key = document["keys"]
     assert key["kid"] == "nmc-test-1" and key["alg"] == "ES256" and key["use"] == "sig"
     assert proof_key["kid"] == "nmc-bewijs-test-1" and proof_key["use"] == "sig"

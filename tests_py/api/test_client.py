@@ -33,7 +33,12 @@ from nmc.api.app import create_app
 from nmc.cloudevents import event_source, to_cloudevent
 from nmc.crypto.peppers import load_peppers
 from nmc.feed_cursor import CursorCodec
-from nmc.webhook_signing import issuer, load_signing_ring, new_signing_ring, parse_signing_ring
+from nmc.signing.webhook_signing import (
+    issuer,
+    load_signing_ring,
+    new_signing_ring,
+    parse_signing_ring,
+)
 from nmc.webhook_validatie import Adresbeleid
 from nmc_client import (
     BerichttypeUnavailable,

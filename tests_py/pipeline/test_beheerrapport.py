@@ -28,8 +28,8 @@ from starlette.routing import Route
 
 from nmc.crypto.kek_ring import KekRing
 from nmc.crypto.sealing import seal
-from nmc.webhook_signing import SigningRing, parse_signing_ring
-from nmc.webhook_signing import new_signing_ring as make_ring
+from nmc.signing.webhook_signing import SigningRing, parse_signing_ring
+from nmc.signing.webhook_signing import new_signing_ring as make_ring
 from nmc.worker.beheerrapport import SOORT
 from nmc.worker.config import WorkerConfig
 from nmc.worker.loop import Worker

@@ -9,7 +9,7 @@
      "nl.overheid.moz.nmc.beheerrapport", "subject": <the DV's OIN>, "time": …,
      "datacontenttype": "application/json", "data": <the report>}
 
-The token is the webhook's (nmc.webhook_signing: the same ring, issuer and JWKS), so a DV
+The token is the webhook's (nmc.signing.webhook_signing: the same ring, issuer and JWKS), so a DV
 verifies it as it verifies its webhook calls. The id stays the same for every try of one
 day's report, so a DV that saw it already can ignore a repeat. The target is checked like a
 webhook's (nmc.webhook_validatie: no loopback, link-local or private address unless allowed)
@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from nmc.adapters.http import Deferral, UnexpectedResponse
-from nmc.webhook_signing import SigningRing
+from nmc.signing.webhook_signing import SigningRing
 from nmc.webhook_validatie import (
     ADRES_GEWEIGERD,
     Adresbeleid,

@@ -33,7 +33,7 @@ import httpx
 
 from nmc.cloudevents import to_cloudevent
 from nmc.feed_cursor import CursorCodec, Position
-from nmc.webhook_signing import SigningRing
+from nmc.signing.webhook_signing import SigningRing
 from nmc.webhook_validatie import Adresbeleid, Doel, Resolver, Validatie, pin_target, send
 from nmc.webhook_validatie import system_resolver as default_resolver
 

@@ -20,7 +20,6 @@ import psycopg
 
 from nmc.admin import templates as admin_templates
 from nmc.admin.dev_iam import generate_dev_iam_key, issue_dev_token
-from nmc.afleverbewijs_signing import new_afleverbewijs_ring
 from nmc.config import Settings
 from nmc.crypto.kek_ring import new_kek_ring
 from nmc.crypto.peppers import PURPOSE_DVREF, PURPOSE_PAYLOAD, new_peppers
@@ -28,7 +27,8 @@ from nmc.database import connect, connection_url
 from nmc.errors import NmcError
 from nmc.feed_cursor import PURPOSE_CURSOR
 from nmc.queries import QUERIES
-from nmc.webhook_signing import new_signing_ring, parse_signing_ring, write_public_keys
+from nmc.signing.afleverbewijs_signing import new_afleverbewijs_ring
+from nmc.signing.webhook_signing import new_signing_ring, parse_signing_ring, write_public_keys
 from nmc.webhook_validatie import Adresbeleid, Validatie, validate_now
 
 DEV_ISSUER = "https://iam.nmc.localhost"

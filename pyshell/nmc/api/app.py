@@ -22,7 +22,6 @@ from starlette.types import ASGIApp
 
 from nmc import settings_env
 from nmc.adapters.ldv import FileSink, HttpSink, Sink
-from nmc.afleverbewijs_signing import load_afleverbewijs_ring
 from nmc.api import routes_bewijs, routes_callback, routes_feed, routes_notificaties, routes_ops
 from nmc.api.auth import AuthSettings, BearerVerifier
 from nmc.api.auth_errors import JwksUnavailable
@@ -42,7 +41,8 @@ from nmc.crypto.kek_ring import load_kek_ring
 from nmc.crypto.peppers import PURPOSE_PAYLOAD, load_peppers
 from nmc.errors import NmcError
 from nmc.feed_cursor import CursorCodec
-from nmc.webhook_signing import load_public_keys, load_signing_ring
+from nmc.signing.afleverbewijs_signing import load_afleverbewijs_ring
+from nmc.signing.webhook_signing import load_public_keys, load_signing_ring
 
 log = logging.getLogger(__name__)
 

@@ -23,10 +23,10 @@ from nmc import sql_calls, sqlstates
 from nmc.api.ids import new_notificatie_ids
 from nmc.api.services import Services
 from nmc.api.validation import recipient_of
-from nmc.canonical_json import berichtgegevens_json, canonical_payload, payload_hash
 from nmc.crypto.peppers import PURPOSE_DVREF, PURPOSE_PAYLOAD, dvref_hmac_many, payload_hmac_many
 from nmc.crypto.sealing import seal_many
 from nmc.notifynl_templates import namen_van
+from nmc.signing.canonical_json import berichtgegevens_json, canonical_payload, payload_hash
 
 T = TypeVar("T")
 

@@ -2,7 +2,7 @@
 
 GET /api/nmc/v1/notificaties/{notificatieId}/afleverbewijs
     One call of nmc.get_afleverbewijs; the content is signed here as a JWS (RFC 7515, compact,
-    `application/jose`) with the proof ring (nmc.afleverbewijs_signing): claims `iss` (the
+    `application/jose`) with the proof ring (nmc.signing.afleverbewijs_signing): claims `iss` (the
     NMC, its event source), `sub` (the notification id), `iat` (when it was signed, this
     machine's clock), `uitgegevenDoor` (the same issuer) and the proof's own members.
     Verifiable offline with the JWKS at /.well-known/jwks.json.
@@ -26,7 +26,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from nmc import sql_calls
-from nmc.afleverbewijs_signing import MEDIA_TYPE
 from nmc.api.feed_query import INVALID_CURSOR, TOKEN_PATTERN
 from nmc.api.middleware import trace_id_of
 from nmc.api.openapi import BASE_PATH
@@ -41,6 +40,7 @@ from nmc.api.validation import (
     violation,
 )
 from nmc.feed_cursor import InvalidCursor
+from nmc.signing.afleverbewijs_signing import MEDIA_TYPE
 
 GESCHIEDENIS_LIMIET_DEFAULT = 100
 GESCHIEDENIS_LIMIET_MAX = 1000

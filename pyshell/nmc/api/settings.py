@@ -41,10 +41,12 @@ NMC_LDV_URL / NMC_LDV_FILE     the LDV sink, as for the worker (default $NMC_HOM
 NMC_WEBHOOK_PUBLIC_KEYS_FILE   the webhook ring's public JWKS, published; the API holds no webhook
                                private key (NMC_WEBHOOK_SIGNING_KEYS_FILE: the old way, warned)
 NMC_AFLEVERBEWIJS_SIGNING_KEYS_FILE  the delivery-proof signing ring: the API signs proofs
-                               and publishes its keys, retired ones too (nmc.afleverbewijs_signing)
+                               and publishes its keys, retired ones too
+                               (nmc.signing.afleverbewijs_signing)
 
-Also read at start-up, by their own modules: NMC_KEK_FILE (nmc.crypto.kek_ring), NMC_PEPPERS(_FILE)
-(nmc.crypto.peppers), NMC_OAUTH_* (auth), NMC_WEBHOOK_PUBLIC_KEYS_FILE (nmc.webhook_signing).
+Also read at start-up, by their own modules: NMC_KEK_FILE (nmc.crypto.kek_ring),
+NMC_PEPPERS(_FILE) (nmc.crypto.peppers), NMC_OAUTH_* (auth), NMC_WEBHOOK_PUBLIC_KEYS_FILE
+(nmc.signing.webhook_signing).
 """
 
 import os

@@ -21,7 +21,8 @@ NMC_GEEN_CONTACTGEGEVENS_DREMPEL  as for the API: the flag in /metrics (0.3)
 NMC_KEK_FILE, NMC_PEPPERS / NMC_PEPPERS_FILE   as for the API (nmc.crypto: kek_ring, peppers);
                           the peppers also key the `Nmc-Cursor` of webhook calls, so they must
                           be the API's
-NMC_WEBHOOK_SIGNING_KEYS_FILE  the webhook signing ring, as for the API (nmc.webhook_signing);
+NMC_WEBHOOK_SIGNING_KEYS_FILE  the webhook signing ring, as for the API
+                          (nmc.signing.webhook_signing);
                           unset: the worker does not run `terugkoppelen` (warned at start)
 NMC_WEBHOOK_ISSUER        the `iss` of webhook tokens (default: the event source)
 NMC_WEBHOOK_ORIGIN        the NMC's origin in the webhook handshake (nmc.webhook_validatie)
@@ -48,7 +49,7 @@ from nmc.cloudevents import event_source
 from nmc.config import Settings
 from nmc.database import connection_url
 from nmc.errors import NmcError
-from nmc.webhook_signing import issuer
+from nmc.signing.webhook_signing import issuer
 from nmc.webhook_validatie import ALLOWED_NETWORKS_ENV, Adresbeleid, origin_from_env
 
 KINDS = (
