@@ -21,7 +21,7 @@ from nmc.adapters.beheerkanaal import BeheerkanaalClient
 from nmc.adapters.http import UnexpectedResponse
 from nmc.adapters.webhook import WebhookClient
 from nmc.crypto.peppers import new_peppers, parse_peppers
-from nmc.feed_cursor import CursorCodec
+from nmc.feed.feed_cursor import CursorCodec
 from nmc.signing.webhook_signing import SigningRing, new_signing_ring, parse_signing_ring
 from nmc.webhook_validatie import Adresbeleid, Doel, Validatie, WebhookValidator
 

@@ -5,7 +5,7 @@ import json
 import jwt
 import pytest
 
-from nmc.cloudevents import event_source, to_cloudevent, utc_rfc3339
+from nmc.feed.cloudevents import event_source, to_cloudevent, utc_rfc3339
 from nmc.signing.webhook_signing import (
     SigningConfigError,
     issuer,

@@ -23,7 +23,7 @@ from starlette.testclient import TestClient
 
 from nmc.api.app import create_app
 from nmc.cli import main as nmc_main
-from nmc.cloudevents import event_source
+from nmc.feed.cloudevents import event_source
 from nmc.signing.afleverbewijs_signing import TYP, parse_afleverbewijs_ring, read_ring_document
 from nmc.signing.webhook_signing import load_signing_ring
 from nmc.status import ALLOWED_TRANSITIONS, TERMINAL_STATUSES

@@ -30,9 +30,9 @@ from starlette.testclient import TestClient
 
 from nmc.adapters.webhook import WebhookClient
 from nmc.api.app import create_app
-from nmc.cloudevents import event_source, to_cloudevent
 from nmc.crypto.peppers import load_peppers
-from nmc.feed_cursor import CursorCodec
+from nmc.feed.cloudevents import event_source, to_cloudevent
+from nmc.feed.feed_cursor import CursorCodec
 from nmc.signing.webhook_signing import (
     issuer,
     load_signing_ring,

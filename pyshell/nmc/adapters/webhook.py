@@ -6,9 +6,9 @@
     Nmc-Cursor: <the feed cursor of the batch's last event>
     traceparent: <the span of the LDV record of this provision>
 
-    [<CloudEvent>, …]        exactly as the feed serves them (nmc.cloudevents)
+    [<CloudEvent>, …]        exactly as the feed serves them (nmc.feed.cloudevents)
 
-The cursor is sealed with the API's codec (nmc.feed_cursor), so the DV can PUT it to
+The cursor is sealed with the API's codec (nmc.feed.feed_cursor), so the DV can PUT it to
 /notificaties/wijzigingen/bevestiging or continue the feed from it. Redirects are not
 followed: the token's `aud` names this URL only.
 
@@ -31,8 +31,8 @@ from typing import Any
 
 import httpx
 
-from nmc.cloudevents import to_cloudevent
-from nmc.feed_cursor import CursorCodec, Position
+from nmc.feed.cloudevents import to_cloudevent
+from nmc.feed.feed_cursor import CursorCodec, Position
 from nmc.signing.webhook_signing import SigningRing
 from nmc.webhook_validatie import Adresbeleid, Doel, Resolver, Validatie, pin_target, send
 from nmc.webhook_validatie import system_resolver as default_resolver

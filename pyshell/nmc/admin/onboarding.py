@@ -25,7 +25,7 @@ from nmc.crypto.kek_ring import new_kek_ring
 from nmc.crypto.peppers import PURPOSE_DVREF, PURPOSE_PAYLOAD, new_peppers
 from nmc.database import connect, connection_url
 from nmc.errors import NmcError
-from nmc.feed_cursor import PURPOSE_CURSOR
+from nmc.feed.feed_cursor import PURPOSE_CURSOR
 from nmc.queries import QUERIES
 from nmc.signing.afleverbewijs_signing import new_afleverbewijs_ring
 from nmc.signing.webhook_signing import new_signing_ring, parse_signing_ring, write_public_keys

@@ -36,11 +36,11 @@ from nmc.api.services import Services, VerifiedTokens, services_of
 from nmc.api.settings import ApiSettings
 from nmc.api.sse import StreamSlots
 from nmc.api.verstrekking_ldv import VerstrekkingLdv
-from nmc.cloudevents import PLACEHOLDER_OIN
 from nmc.crypto.kek_ring import load_kek_ring
 from nmc.crypto.peppers import PURPOSE_PAYLOAD, load_peppers
 from nmc.errors import NmcError
-from nmc.feed_cursor import CursorCodec
+from nmc.feed.cloudevents import PLACEHOLDER_OIN
+from nmc.feed.feed_cursor import CursorCodec
 from nmc.signing.afleverbewijs_signing import load_afleverbewijs_ring
 from nmc.signing.webhook_signing import load_public_keys, load_signing_ring
 

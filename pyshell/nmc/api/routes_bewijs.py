@@ -8,7 +8,7 @@ GET /api/nmc/v1/notificaties/{notificatieId}/afleverbewijs
     Verifiable offline with the JWKS at /.well-known/jwks.json.
 GET /api/nmc/v1/notificaties/{notificatieId}/geschiedenis?limiet=&cursor=
     One call of nmc.get_geschiedenis_v2: the same facts as plain JSON, a page at a time; the
-    page cursor is sealed to the notification and the DV (nmc.feed_cursor).
+    page cursor is sealed to the notification and the DV (nmc.feed.feed_cursor).
 
 Both within the caller's DV only (another DV's id is 404, as the SQL answers NM005), both
 served as long as the notification is kept, also after its data key is erased. Each proof and
@@ -39,12 +39,12 @@ from nmc.api.validation import (
     query_parameters,
     violation,
 )
-from nmc.feed_cursor import InvalidCursor
+from nmc.feed.feed_cursor import InvalidCursor
 from nmc.signing.afleverbewijs_signing import MEDIA_TYPE
 
 GESCHIEDENIS_LIMIET_DEFAULT = 100
 GESCHIEDENIS_LIMIET_MAX = 1000
-# The position after a history page, sealed to the notification (nmc.feed_cursor): opaque
+# The position after a history page, sealed to the notification (nmc.feed.feed_cursor): opaque
 # like the feed's cursor. Whether it is ours, and this notification's, is the codec's judgement.
 GESCHIEDENIS_CURSOR_PATTERN = TOKEN_PATTERN
 _CURSOR = re.compile(GESCHIEDENIS_CURSOR_PATTERN.replace("^", r"\A").replace("$", r"\Z"))

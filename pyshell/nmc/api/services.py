@@ -16,7 +16,7 @@ from nmc.api.sse import StreamSlots
 from nmc.api.verstrekking_ldv import VerstrekkingLdv
 from nmc.crypto.kek_ring import KekRing
 from nmc.crypto.peppers import PURPOSE_DVREF, Peppers
-from nmc.feed_cursor import CursorCodec
+from nmc.feed.feed_cursor import CursorCodec
 from nmc.signing.afleverbewijs_signing import AfleverbewijsRing
 
 

@@ -27,7 +27,7 @@ NMC_NOTIFYNL_CALLBACK_TOKEN    the bearer token NotifyNL sends on its callbacks;
                                callback answers 503 (NotifyNL then retries)
 
 The feed, the webhook keys and operations:
-NMC_OIN                        the NMC's own OIN, for the event source (see nmc.cloudevents)
+NMC_OIN                        the NMC's own OIN, for the event source (see nmc.feed.cloudevents)
 NMC_API_EVENT_SOURCE           the CloudEvents `source` (default urn:nld:oin:<NMC_OIN>:systeem:nmc)
 NMC_API_SSE_POLL_SECONDS       how often an open SSE stream looks for new events (1)
 NMC_API_SSE_KEEPALIVE_SECONDS  a `: keep-alive` comment after this much silence (15)
@@ -57,10 +57,10 @@ from pathlib import Path
 from nmc import settings_env
 from nmc.api.openapi import DEFAULT_SERVER_URL
 from nmc.api.problems import DEFAULT_BASE_URI
-from nmc.cloudevents import event_source
 from nmc.config import Settings
 from nmc.database import connection_url
 from nmc.errors import NmcError
+from nmc.feed.cloudevents import event_source
 
 DEFAULT_MAX_BODY_BYTES = 64 * 1024
 # Seconds: a DV polling the feed sees a change this much later at worst; beyond, the

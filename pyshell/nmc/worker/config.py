@@ -30,7 +30,7 @@ NMC_WEBHOOK_TOEGESTANE_NETWERKEN  non-public networks (CIDRs) a webhook or an ht
                           channel may point into after all (default none: loopback, link-local
                           and private targets are refused); an http: beheer channel is sent
                           only into these networks
-NMC_OIN / NMC_API_EVENT_SOURCE  the CloudEvents `source`, as for the API (nmc.cloudevents)
+NMC_OIN / NMC_API_EVENT_SOURCE  the CloudEvents `source`, as for the API (nmc.feed.cloudevents)
 """
 
 import os
@@ -45,10 +45,10 @@ from nmc.adapters.notifynl import (
     single_notify_key,
 )
 from nmc.api.settings import DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL, geen_contactgegevens_drempel
-from nmc.cloudevents import event_source
 from nmc.config import Settings
 from nmc.database import connection_url
 from nmc.errors import NmcError
+from nmc.feed.cloudevents import event_source
 from nmc.signing.webhook_signing import issuer
 from nmc.webhook_validatie import ALLOWED_NETWORKS_ENV, Adresbeleid, origin_from_env
 

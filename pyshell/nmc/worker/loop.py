@@ -35,7 +35,7 @@ from nmc.adapters.webhook import WebhookClient
 from nmc.crypto.kek_ring import KekRing, kek_ring
 from nmc.crypto.peppers import Peppers, load_peppers
 from nmc.errors import NmcError
-from nmc.feed_cursor import CursorCodec
+from nmc.feed.feed_cursor import CursorCodec
 from nmc.signing.webhook_signing import SigningRing, load_signing_ring
 from nmc.webhook_validatie import Adresbeleid, WebhookValidator
 from nmc.worker import (
