@@ -1,6 +1,6 @@
 """Send tasks (`verzenden`): look up the preference if centraal, send through NotifyNL, and
 report the outcome word to nmc.finish_verzenden. An address NotifyNL's rule refuses
-(nmc.notifynl_email) is `ongeldig-adres` without the call, as its 400 would be.
+(nmc.notifynl.notifynl_email) is `ongeldig-adres` without the call, as its 400 would be.
 
 A refused send (the adapter classifies NotifyNL's answer, notifynl-contract.md, Errors) is
 reported by its kind: the recipient's address (`ongeldig-adres`) and a request NotifyNL
@@ -28,7 +28,7 @@ from nmc import sqlstates
 from nmc.adapters import ldv
 from nmc.adapters.notifynl import CONFIGURATIE, Accepted, Refused
 from nmc.adapters.profielservice import split_identificatie
-from nmc.notifynl_email import refused_by_notifynl
+from nmc.notifynl.notifynl_email import refused_by_notifynl
 from nmc.worker.claims import Verzendtaak
 from nmc.worker.context import Context, Failure, open_sealed, settle
 from nmc.worker.db import StaleClaim
