@@ -29,6 +29,7 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from nmc.adapters.webhook import WebhookClient
+from nmc.adapters.webhook_validatie import Adresbeleid
 from nmc.api.app import create_app
 from nmc.crypto.peppers import load_peppers
 from nmc.feed.cloudevents import event_source, to_cloudevent
@@ -39,7 +40,6 @@ from nmc.signing.webhook_signing import (
     new_signing_ring,
     parse_signing_ring,
 )
-from nmc.webhook_validatie import Adresbeleid
 from nmc_client import (
     BerichttypeUnavailable,
     Conflict,

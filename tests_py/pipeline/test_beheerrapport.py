@@ -319,7 +319,7 @@ async def test_without_a_template_an_email_report_waits(rapporteur, kanalen, con
 
 def test_the_https_body_is_a_cloudevent(signing_ring):
     from nmc.adapters.beheerkanaal import BeheerkanaalClient
-    from nmc.webhook_validatie import Adresbeleid
+    from nmc.adapters.webhook_validatie import Adresbeleid
 
     client = BeheerkanaalClient(
         httpx.AsyncClient(), signing_ring, issuer=ISSUER, source=ISSUER, beleid=Adresbeleid()

@@ -18,8 +18,8 @@ The DV's answer becomes an outcome word for nmc.finish_terugkoppelen: 2xx `gelev
 and no content.
 
 Before every call the URL's host is resolved and checked again (`target`,
-nmc.webhook_validatie.pin_target: a webhook validated once, or in use from before validation
-existed, `bestaand`, may since point somewhere it must not) and the call connects to the
+nmc.adapters.webhook_validatie.pin_target: a webhook validated once, or in use from before
+validation existed, `bestaand`, may since point somewhere it must not) and the call connects to the
 checked address, with `Host`, SNI and certificate verification for the host. A refused
 address is the worker's to record (the webhook is then no longer validated).
 """
@@ -31,11 +31,11 @@ from typing import Any
 
 import httpx
 
+from nmc.adapters.webhook_validatie import Adresbeleid, Doel, Resolver, Validatie, pin_target, send
+from nmc.adapters.webhook_validatie import system_resolver as default_resolver
 from nmc.feed.cloudevents import to_cloudevent
 from nmc.feed.feed_cursor import CursorCodec, Position
 from nmc.signing.webhook_signing import SigningRing
-from nmc.webhook_validatie import Adresbeleid, Doel, Resolver, Validatie, pin_target, send
-from nmc.webhook_validatie import system_resolver as default_resolver
 
 SERVICE = "webhook"
 CONTENT_TYPE = "application/cloudevents-batch+json"

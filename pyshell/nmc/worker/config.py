@@ -25,7 +25,7 @@ NMC_WEBHOOK_SIGNING_KEYS_FILE  the webhook signing ring, as for the API
                           (nmc.signing.webhook_signing);
                           unset: the worker does not run `terugkoppelen` (warned at start)
 NMC_WEBHOOK_ISSUER        the `iss` of webhook tokens (default: the event source)
-NMC_WEBHOOK_ORIGIN        the NMC's origin in the webhook handshake (nmc.webhook_validatie)
+NMC_WEBHOOK_ORIGIN        the NMC's origin in the webhook handshake (nmc.adapters.webhook_validatie)
 NMC_WEBHOOK_TOEGESTANE_NETWERKEN  non-public networks (CIDRs) a webhook or an https: beheer
                           channel may point into after all (default none: loopback, link-local
                           and private targets are refused); an http: beheer channel is sent
@@ -44,13 +44,13 @@ from nmc.adapters.notifynl import (
     read_notify_keys,
     single_notify_key,
 )
+from nmc.adapters.webhook_validatie import ALLOWED_NETWORKS_ENV, Adresbeleid, origin_from_env
 from nmc.api.settings import DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL, geen_contactgegevens_drempel
 from nmc.config import Settings
 from nmc.database import connection_url
 from nmc.errors import NmcError
 from nmc.feed.cloudevents import event_source
 from nmc.signing.webhook_signing import issuer
-from nmc.webhook_validatie import ALLOWED_NETWORKS_ENV, Adresbeleid, origin_from_env
 
 KINDS = (
     "verzenden",

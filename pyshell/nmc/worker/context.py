@@ -18,10 +18,10 @@ from nmc.adapters.ldv import Ldv
 from nmc.adapters.notifynl import NotifyNL
 from nmc.adapters.profielservice import Profielservice
 from nmc.adapters.webhook import WebhookClient
+from nmc.adapters.webhook_validatie import WebhookValidator
 from nmc.api.settings import DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL
 from nmc.crypto import kek_ring, sealing
 from nmc.group_commit import Flush, GroupCommit
-from nmc.webhook_validatie import WebhookValidator
 from nmc.worker.claims import Ongeldigtaak, Verzendtaak
 from nmc.worker.db import Database, StaleClaim
 from nmc.worker.logs import event

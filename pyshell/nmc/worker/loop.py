@@ -32,12 +32,12 @@ from nmc.adapters.beheerkanaal import BeheerkanaalClient
 from nmc.adapters.notifynl import NotifyNL
 from nmc.adapters.profielservice import Profielservice
 from nmc.adapters.webhook import WebhookClient
+from nmc.adapters.webhook_validatie import Adresbeleid, WebhookValidator
 from nmc.crypto.kek_ring import KekRing, kek_ring
 from nmc.crypto.peppers import Peppers, load_peppers
 from nmc.errors import NmcError
 from nmc.feed.feed_cursor import CursorCodec
 from nmc.signing.webhook_signing import SigningRing, load_signing_ring
-from nmc.webhook_validatie import Adresbeleid, WebhookValidator
 from nmc.worker import (
     beheerrapport,
     controle,
