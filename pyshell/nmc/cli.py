@@ -246,7 +246,7 @@ def _add_console_commands(commands: argparse._SubParsersAction, admin) -> None:
 
 
 def worker_command(args: argparse.Namespace, settings: Settings) -> int:
-    from nmc import aio
+    from nmc.runtime import aio
     from nmc.worker import config as worker_config
     from nmc.worker import logs
     from nmc.worker.loop import main as run_worker

@@ -12,7 +12,7 @@ re-claim (`herclaim`) first asks NotifyNL by reference whether the earlier try g
 only when nothing is found does it send again (or, past geldig_tot, report `verlopen`).
 Each external call is preceded by a lease extension and an LDV record.
 
-Lease extensions and outcomes are group-committed (nmc.group_commit): the extensions of
+Lease extensions and outcomes are group-committed (nmc.runtime.group_commit): the extensions of
 calls that start together share one nmc.extend_leases call, and the outcomes that arrive
 while a commit is under way share the next nmc.finish_verzenden_batch call. A task counts
 as finished only once the call that carried its outcome has returned; an item the
