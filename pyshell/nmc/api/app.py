@@ -23,8 +23,6 @@ from starlette.types import ASGIApp
 from nmc import settings_env
 from nmc.adapters.ldv import FileSink, HttpSink, Sink
 from nmc.api import routes_bewijs, routes_callback, routes_feed, routes_notificaties, routes_ops
-from nmc.api.auth import AuthSettings, BearerVerifier
-from nmc.api.auth_errors import JwksUnavailable
 from nmc.api.db import POOL_OPEN_TIMEOUT_SECONDS, DbClock, DvRegister, new_pool
 from nmc.api.metrics import HttpMetrics
 from nmc.api.middleware import ResponseHeadersMiddleware
@@ -36,6 +34,8 @@ from nmc.api.services import Services, VerifiedTokens, services_of
 from nmc.api.settings import ApiSettings
 from nmc.api.sse import StreamSlots
 from nmc.api.verstrekking_ldv import VerstrekkingLdv
+from nmc.auth.bearer import AuthSettings, BearerVerifier
+from nmc.auth.errors import JwksUnavailable
 from nmc.crypto.kek_ring import load_kek_ring
 from nmc.crypto.peppers import PURPOSE_PAYLOAD, load_peppers
 from nmc.errors import NmcError

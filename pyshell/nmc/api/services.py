@@ -6,14 +6,14 @@ from dataclasses import dataclass, field
 
 from starlette.requests import Request
 
-from nmc.api.auth import LEEWAY_SECONDS, BearerVerifier, Principal
-from nmc.api.auth_errors import Unauthenticated
 from nmc.api.db import DbClock, Dienstverlener, DvRegister, Pool
 from nmc.api.problems import forbidden
 from nmc.api.receipt_batcher import ReceiptBatcher
 from nmc.api.settings import ApiSettings
 from nmc.api.sse import StreamSlots
 from nmc.api.verstrekking_ldv import VerstrekkingLdv
+from nmc.auth.bearer import LEEWAY_SECONDS, BearerVerifier, Principal
+from nmc.auth.errors import Unauthenticated
 from nmc.crypto.kek_ring import KekRing
 from nmc.crypto.peppers import PURPOSE_DVREF, Peppers
 from nmc.feed.feed_cursor import CursorCodec

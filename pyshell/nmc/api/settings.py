@@ -69,7 +69,7 @@ DEFAULT_REPLICA_MAX_LAG_SECONDS = 10.0
 # 1000 items with their berichtgegevens (16 KiB each at most) fit; larger batches are split.
 DEFAULT_MAX_BATCH_BODY_BYTES = 16 * 1024 * 1024
 DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL = 0.3
-# A bearer token of the largest size the verifier reads (16 KiB, nmc.api.auth) fits four
+# A bearer token of the largest size the verifier reads (16 KiB, nmc.auth.bearer) fits four
 # times over; nginx allows 32 KiB, Apache 100 fields.
 DEFAULT_MAX_HEADER_BYTES = 64 * 1024
 DEFAULT_MAX_HEADERS = 100
