@@ -313,7 +313,7 @@ def admin_report_onbevestigd(args: argparse.Namespace, settings: Settings) -> in
 
 
 def admin_report_geen_contactgegevens(args: argparse.Namespace, settings: Settings) -> int:
-    from nmc.api.settings import geen_contactgegevens_drempel
+    from nmc.config import geen_contactgegevens_drempel
 
     drempel = args.drempel if args.drempel is not None else geen_contactgegevens_drempel(os.environ)
     rows = admin_ops.report_geen_contactgegevens(settings, drempel)

@@ -57,7 +57,11 @@ from pathlib import Path
 from nmc import settings_env
 from nmc.api.openapi import DEFAULT_SERVER_URL
 from nmc.api.problems import DEFAULT_BASE_URI
-from nmc.config import Settings
+from nmc.config import (
+    DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL,
+    Settings,
+    geen_contactgegevens_drempel,
+)
 from nmc.database import connection_url
 from nmc.errors import NmcError
 from nmc.feed.cloudevents import event_source
@@ -68,7 +72,6 @@ DEFAULT_MAX_BODY_BYTES = 64 * 1024
 DEFAULT_REPLICA_MAX_LAG_SECONDS = 10.0
 # 1000 items with their berichtgegevens (16 KiB each at most) fit; larger batches are split.
 DEFAULT_MAX_BATCH_BODY_BYTES = 16 * 1024 * 1024
-DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL = 0.3
 # A bearer token of the largest size the verifier reads (16 KiB, nmc.auth.bearer) fits four
 # times over; nginx allows 32 KiB, Apache 100 fields.
 DEFAULT_MAX_HEADER_BYTES = 64 * 1024
@@ -177,13 +180,6 @@ class ApiSettings:
             ldv_file=settings_env.path(env, "NMC_LDV_FILE")
             or Settings.from_env(env).home / "ldv.jsonl",
         )
-
-
-def geen_contactgegevens_drempel(env: Mapping[str, str]) -> float:
-    """NMC_GEEN_CONTACTGEGEVENS_DREMPEL: a share between 0 and 1 (default 0.3)."""
-    return settings_env.share(
-        env, "NMC_GEEN_CONTACTGEGEVENS_DREMPEL", DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL
-    )
 
 
 def _sse_seconds(env: Mapping[str, str], name: str, default: float) -> float:

@@ -45,8 +45,7 @@ from nmc.adapters.notifynl import (
     single_notify_key,
 )
 from nmc.adapters.webhook_validatie import ALLOWED_NETWORKS_ENV, Adresbeleid, origin_from_env
-from nmc.api.settings import DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL, geen_contactgegevens_drempel
-from nmc.config import Settings
+from nmc.config import DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL, Settings, geen_contactgegevens_drempel
 from nmc.database import connection_url
 from nmc.errors import NmcError
 from nmc.feed.cloudevents import event_source

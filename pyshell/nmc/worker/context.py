@@ -19,7 +19,7 @@ from nmc.adapters.notifynl import NotifyNL
 from nmc.adapters.profielservice import Profielservice
 from nmc.adapters.webhook import WebhookClient
 from nmc.adapters.webhook_validatie import WebhookValidator
-from nmc.api.settings import DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL
+from nmc.config import DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL
 from nmc.crypto import kek_ring, sealing
 from nmc.runtime.group_commit import Flush, GroupCommit
 from nmc.worker.claims import Ongeldigtaak, Verzendtaak
