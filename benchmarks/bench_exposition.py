@@ -1,4 +1,4 @@
-"""Rendering a /metrics page: nmc.prometheus against prometheus_client with a custom
+"""Rendering a /metrics page: nmc.observability.prometheus against prometheus_client with a custom
 collector. Not collected by pytest; run by hand (prometheus-client is in the `bench` extra:
 pip install -e '.[bench]'):
 
@@ -14,7 +14,7 @@ counts; the time measured is rows (and histogram state) to bytes.
 
 ceiling   the same page as one bytes join of its lines rendered beforehand: the least any
           renderer can cost in Python.
-nmc       nmc.prometheus: database_lines + the histograms' lines + render.
+nmc       nmc.observability.prometheus: database_lines + the histograms' lines + render.
 client    prometheus_client: a collector yielding Gauge/Counter/HistogramMetricFamily, a
           CollectorRegistry, generate_latest.
 
@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "pyshell"))
 
 from nmc.api.metrics import HttpMetrics  # noqa: E402
-from nmc.prometheus import DATABASE_HELP, database_lines, number, render  # noqa: E402
+from nmc.observability.prometheus import DATABASE_HELP, database_lines, number, render  # noqa: E402
 from nmc.worker.metrics import HELP, WorkerMetrics  # noqa: E402
 
 SOORTEN = ("verzenden", "receipt", "navraag", "vaststellen", "controle", "ongeldig-melden")

@@ -46,8 +46,8 @@ from bench_send import (
 )
 
 from nmc.config import Settings
+from nmc.crypto.kek_ring import new_kek_ring, parse_kek_ring
 from nmc.database import connection_url, with_overrides
-from nmc.kek_ring import new_kek_ring, parse_kek_ring
 from nmc_dev.embedded_db import EmbeddedCluster
 
 CLAIM = "SELECT taak_id, claim_epoch FROM nmc.claim_verzenden(%s, %s)"

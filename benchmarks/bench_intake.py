@@ -43,11 +43,11 @@ from nmc.admin.dev_iam import generate_dev_iam_key, issue_dev_token
 from nmc.admin.migrate import migrate
 from nmc.api.ids import new_notificatie_ids
 from nmc.config import Settings
+from nmc.crypto.kek_ring import new_kek_ring, parse_kek_ring
+from nmc.crypto.peppers import new_peppers
+from nmc.crypto.sealing import seal
 from nmc.database import connection_url, with_overrides
-from nmc.kek_ring import new_kek_ring, parse_kek_ring
-from nmc.peppers import new_peppers
 from nmc.queries import QUERIES
-from nmc.sealing import seal
 from nmc_dev.embedded_db import EmbeddedCluster
 
 ROOT = Path(__file__).resolve().parent.parent

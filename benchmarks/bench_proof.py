@@ -34,17 +34,18 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "pyshell"))
+sys.path.insert(0, str(ROOT / "pyshell" / "dev"))
 
 from bench_intake import free_port, start_api, write_secrets  # noqa: E402
 from bench_send import fresh_database, onboard  # noqa: E402
 
 from nmc.admin.dev_iam import issue_dev_token  # noqa: E402
-from nmc.afleverbewijs_signing import new_afleverbewijs_ring  # noqa: E402
-from nmc.cloudevents import event_source  # noqa: E402
 from nmc.config import Settings  # noqa: E402
 from nmc.database import connection_url, with_overrides  # noqa: E402
+from nmc.feed.cloudevents import event_source  # noqa: E402
 from nmc.queries import QUERIES  # noqa: E402
-from nmc.webhook_signing import new_signing_ring  # noqa: E402
+from nmc.signing.afleverbewijs_signing import new_afleverbewijs_ring  # noqa: E402
+from nmc.signing.webhook_signing import new_signing_ring  # noqa: E402
 from nmc_client import StaticJwks, verify_afleverbewijs  # noqa: E402
 from nmc_dev.embedded_db import EmbeddedCluster  # noqa: E402
 

@@ -54,14 +54,15 @@ from psycopg import sql
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "pyshell"))
+sys.path.insert(0, str(ROOT / "pyshell" / "dev"))
 
-from nmc import aio  # noqa: E402
 from nmc.admin.migrate import migrate  # noqa: E402
 from nmc.config import Settings  # noqa: E402
+from nmc.crypto.kek_ring import KekRing, new_kek_ring, parse_kek_ring  # noqa: E402
+from nmc.crypto.sealing import seal  # noqa: E402
 from nmc.database import connection_url, with_overrides  # noqa: E402
-from nmc.kek_ring import KekRing, new_kek_ring, parse_kek_ring  # noqa: E402
 from nmc.queries import QUERIES  # noqa: E402
-from nmc.sealing import seal  # noqa: E402
+from nmc.runtime import aio  # noqa: E402
 from nmc.worker.config import WorkerConfig  # noqa: E402
 from nmc.worker.loop import Worker  # noqa: E402
 from nmc_dev.embedded_db import EmbeddedCluster  # noqa: E402

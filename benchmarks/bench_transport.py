@@ -46,14 +46,15 @@ import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "pyshell"))
+sys.path.insert(0, str(ROOT / "pyshell" / "dev"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_send import bench_drain, cpu_seconds, notifynl_simulator, sql_send_ceiling  # noqa: E402
 
-from nmc import aio  # noqa: E402
 from nmc.adapters.notifynl import NotifyNL  # noqa: E402
 from nmc.config import Settings  # noqa: E402
 from nmc.database import connection_url  # noqa: E402
+from nmc.runtime import aio  # noqa: E402
 from nmc.worker import loop  # noqa: E402
 from nmc_dev.embedded_db import EmbeddedCluster  # noqa: E402
 

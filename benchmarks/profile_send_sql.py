@@ -29,6 +29,7 @@ import psycopg
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "pyshell"))
+sys.path.insert(0, str(ROOT / "pyshell" / "dev"))
 
 from bench_send import (  # noqa: E402
     cpu_seconds,
@@ -39,8 +40,8 @@ from bench_send import (  # noqa: E402
 )
 
 from nmc.config import Settings  # noqa: E402
+from nmc.crypto.kek_ring import new_kek_ring, parse_kek_ring  # noqa: E402
 from nmc.database import connection_url, with_overrides  # noqa: E402
-from nmc.kek_ring import new_kek_ring, parse_kek_ring  # noqa: E402
 from nmc_dev.embedded_db import EmbeddedCluster  # noqa: E402
 
 CLAIM = "SELECT c.taak_id, c.claim_epoch FROM nmc.claim_verzenden(%s, %s) AS c"

@@ -383,7 +383,7 @@ def scan_database(url: str) -> None:
     """Before a test database is dropped: its events, task errors and nmc.metrics()."""
     import psycopg
 
-    from nmc.prometheus import database_lines
+    from nmc.observability.prometheus import database_lines
 
     try:
         conn = psycopg.connect(url, autocommit=True, connect_timeout=5)

@@ -1,4 +1,4 @@
-"""Unit tests of nmc.api.auth (bearer verification), nmc.api.jwks_cache and the dev token issuer
+"""Unit tests of nmc.auth.bearer (bearer verification), nmc.auth.jwks_cache and the dev token issuer
 (nmc.admin.dev_iam)."""
 
 import asyncio
@@ -17,9 +17,9 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
 from nmc.admin.dev_iam import DevIamNotConfigured, dev_jwks, generate_dev_iam_key, issue_dev_token
-from nmc.api.auth import AuthSettings, BearerVerifier
-from nmc.api.auth_errors import AuthConfigError, JwksUnavailable, Unauthenticated
-from nmc.api.jwks_cache import INITIAL_RETRY_SECONDS
+from nmc.auth.bearer import AuthSettings, BearerVerifier
+from nmc.auth.errors import AuthConfigError, JwksUnavailable, Unauthenticated
+from nmc.auth.jwks_cache import INITIAL_RETRY_SECONDS
 from nmc.settings_env import SettingError
 
 ISSUER = "https://iam.moza.test"

@@ -90,13 +90,17 @@ def without_pg_prove(checkout: Path) -> tuple[dict[str, str], Path]:
 
 def installed_venv(checkout: Path) -> Path:
     """A virtualenv as .ci/install leaves it for this checkout (this suite's interpreter and
-    `nmc`, and the stamp of the two pyproject.toml files it installed: the server's and the
-    DV client's), so no pip runs in the test."""
+    `nmc`, and the stamp of the three pyproject.toml files it installed: the product's, the
+    DV client's and the development tools'), so no pip runs in the test."""
     venv = checkout.parent / "venv"
     (venv / "bin").mkdir(parents=True)
     for program in ("python", "nmc"):
         (venv / "bin" / program).symlink_to(Path(sys.executable).parent / program)
-    projects = (checkout / "pyproject.toml", checkout / "pyshell" / "client" / "pyproject.toml")
+    projects = (
+        checkout / "pyproject.toml",
+        checkout / "pyshell" / "client" / "pyproject.toml",
+        checkout / "pyshell" / "dev" / "pyproject.toml",
+    )
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in projects)).hexdigest()
     (venv / ".nmc-installed").write_text(digest + "\n")
     return venv

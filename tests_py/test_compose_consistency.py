@@ -280,3 +280,27 @@ def test_workers_get_their_own_shutdown_grace_before_sigkill(services):
     for name in workers:
         grace = _seconds(services[name].get("stop_grace_period", "10s"))
         assert grace >= SHUTDOWN_GRACE_S + WORKER_CLOSE_S, f"{name}: stop_grace_period {grace} s"
+
+
+def test_the_development_tools_run_from_their_own_stage(services):
+    """The product image holds the product alone: a service running a development command
+    (a simulator, the pgTAP runner) is built from a stage that adds the tools."""
+    from nmc.cli import DEV_COMMANDS
+
+    dockerfile = DOCKERFILE.read_text(encoding="utf-8")
+    runtime = dockerfile.split(" AS runtime\n", 1)[1].split("\nFROM ", 1)[0]
+    tools = dockerfile.split(" AS dev-tools\n", 1)[1].split("\nFROM ", 1)[0]
+    assert "pyshell/dev" not in runtime and "pyshell/client" not in runtime
+    assert "COPY pyshell/dev " in tools and "pip install" in tools
+    assert re.search(r"^FROM runtime AS dev-tools$", dockerfile, re.MULTILINE)
+    assert re.search(r"^FROM dev-tools AS pgtap$", dockerfile, re.MULTILINE)
+    seen = set()
+    for name, args in nmc_services(services).items():
+        build = services[name]["build"]
+        target = build.get("target") if isinstance(build, dict) else None
+        if command_name(args).split()[0] in DEV_COMMANDS:
+            assert target in ("dev-tools", "pgtap"), f"{name}: `nmc {args[0]}` needs the tools"
+        else:
+            assert target in (None, "runtime"), f"{name}: the product runs from the runtime image"
+        seen.add(target)
+    assert {None, "dev-tools", "pgtap"} <= seen

@@ -1,4 +1,4 @@
-"""Unit tests of nmc.sealing, nmc.kek_ring, nmc.peppers and nmc.canonical_json: envelope
+"""Unit tests of nmc.crypto (sealing, kek_ring, peppers) and nmc.signing.canonical_json: envelope
 encryption, KEK rotation, peppers, payload hash."""
 
 import base64
@@ -15,8 +15,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nmc.canonical_json import canonical_json, payload_hash
-from nmc.kek_ring import (
+from nmc.crypto.kek_ring import (
     KekRing,
     UnknownKekError,
     kek_ring,
@@ -24,7 +23,7 @@ from nmc.kek_ring import (
     new_kek_ring,
     parse_kek_ring,
 )
-from nmc.peppers import (
+from nmc.crypto.peppers import (
     Peppers,
     dvref_hmac,
     dvref_hmacs_all,
@@ -33,7 +32,7 @@ from nmc.peppers import (
     parse_peppers,
     peppers,
 )
-from nmc.sealing import (
+from nmc.crypto.sealing import (
     DecryptionError,
     Sealed,
     _decrypt,
@@ -44,7 +43,8 @@ from nmc.sealing import (
     rewrap,
     seal,
 )
-from nmc.secret_files import CryptoConfigError
+from nmc.crypto.secret_files import CryptoConfigError
+from nmc.signing.canonical_json import canonical_json, payload_hash
 
 PLAIN_MAIL = "geheim.adres@voorbeeld.nl"
 PLAIN_VALUE = "Persoonlijke Waarde 12345"

@@ -1,5 +1,5 @@
-"""The cursor codec (nmc.cursor_codec) under both cursors: tokens handed out before the list and
-the feed cursor shared it still decode (a DV keeps its cursor across an upgrade), the same
+"""The cursor codec (nmc.feed.cursor_codec) under both cursors: tokens handed out before the
+list and the feed cursor shared it still decode (a DV keeps its cursor across an upgrade), the same
 positions still encode to the same strings, and no kind of cursor passes for another."""
 
 import base64
@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 import pytest
 
 from nmc.api import lijst_cursor
-from nmc.cursor_codec import Codec, InvalidCursor, Keys, Layout
-from nmc.feed_cursor import CursorCodec, Position
-from nmc.peppers import parse_peppers
+from nmc.crypto.peppers import parse_peppers
+from nmc.feed.cursor_codec import Codec, InvalidCursor, Keys, Layout
+from nmc.feed.feed_cursor import CursorCodec, Position
 
 
 def _key(byte: int) -> str:
@@ -36,7 +36,7 @@ LISTED = (
 )
 BEFORE_1970 = (datetime(1969, 12, 31, 23, 59, 59, 1, UTC), LISTED[1])
 
-# Made by the codecs as they were before they shared nmc.cursor_codec (DV 7).
+# Made by the codecs as they were before they shared nmc.feed.cursor_codec (DV 7).
 OLD_FEED = {
     "derived": "AYABAAAABwAAAAOAAAAAAAAABQAAAAAAAAAqAAYvRCZM9gDR-4FFmAvOofHwH5A-odqt",
     "own": "AQADAAAABwAAAAOAAAAAAAAABQAAAAAAAAAqAAYvRCZM9gCrz4t87Bp8yb88IMmwiFZL",

@@ -1,13 +1,13 @@
-"""Unit tests of nmc.feed_cursor: round trips, authentication, DV binding, key rotation."""
+"""Unit tests of nmc.feed.feed_cursor: round trips, authentication, DV binding, key rotation."""
 
 import uuid
 from datetime import UTC, datetime
 
 import pytest
 
-from nmc.feed_cursor import CursorCodec, InvalidCursor, Position
-from nmc.peppers import new_peppers, parse_peppers
-from nmc.secret_files import CryptoConfigError
+from nmc.crypto.peppers import new_peppers, parse_peppers
+from nmc.crypto.secret_files import CryptoConfigError
+from nmc.feed.feed_cursor import CursorCodec, InvalidCursor, Position
 
 MOMENT = datetime(2025, 3, 1, 9, 0, 7, 123456, tzinfo=UTC)
 POSITION = Position(epoch=3, xid=2**63 + 5, event_id=42, uitgegeven_op=MOMENT)

@@ -1,4 +1,4 @@
-"""nmc.group_commit without a database: what arrives during a flush goes together into the
+"""nmc.runtime.group_commit without a database: what arrives during a flush goes together into the
 next one, each caller gets its own result or its own exception, a failed flush fails its
 whole batch (and only that batch), and nobody's result is given out before its flush ends."""
 
@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from nmc.group_commit import GroupCommit
+from nmc.runtime.group_commit import GroupCommit
 
 
 class Recorder:

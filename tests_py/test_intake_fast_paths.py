@@ -27,9 +27,8 @@ from nmc.api import validation as v
 from nmc.api.ids import new_notificatie_ids
 from nmc.api.intake import idempotency_form, sealed_call
 from nmc.api.routes_notificaties import batch_accepted
-from nmc.canonical_json import _flat_object_json, berichtgegevens_json, canonical_json, payload_hash
-from nmc.kek_ring import new_kek_ring, parse_kek_ring
-from nmc.peppers import (
+from nmc.crypto.kek_ring import new_kek_ring, parse_kek_ring
+from nmc.crypto.peppers import (
     dvref_hmac,
     dvref_hmac_many,
     new_peppers,
@@ -37,7 +36,7 @@ from nmc.peppers import (
     payload_hmac,
     payload_hmac_many,
 )
-from nmc.sealing import (
+from nmc.crypto.sealing import (
     FIELD_BERICHTGEGEVENS,
     DecryptionError,
     Sealed,
@@ -48,12 +47,18 @@ from nmc.sealing import (
     open_sealed,
     seal_many,
 )
-from nmc.secret_files import CryptoConfigError
+from nmc.crypto.secret_files import CryptoConfigError
+from nmc.signing.canonical_json import (
+    _flat_object_json,
+    berichtgegevens_json,
+    canonical_json,
+    payload_hash,
+)
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 
 # --------------------------------------------------------------------------------------------
-# References: the code before the fast paths (nmc.canonical_json, nmc.sealing,
+# References: the code before the fast paths (nmc.signing.canonical_json, nmc.crypto.sealing,
 # nmc.api.validation)
 
 

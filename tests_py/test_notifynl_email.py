@@ -1,4 +1,4 @@
-"""NotifyNL's e-mail address rule, as nmc.notifynl_email reimplements it.
+"""NotifyNL's e-mail address rule, as nmc.notifynl.notifynl_email reimplements it.
 
 NotifyNL answers `400 ValidationError: email_address Not a valid email address` for what
 GOV.UK Notify's notifications-utils (`recipient_validation/email_address.py`) refuses. The
@@ -9,7 +9,7 @@ follow from its rules (noted as such).
 
 import pytest
 
-from nmc.notifynl_email import ADDRESS_MAX, refused_by_notifynl
+from nmc.notifynl.notifynl_email import ADDRESS_MAX, refused_by_notifynl
 
 # notifications-utils: valid_email_addresses.
 ACCEPTED = [

@@ -16,11 +16,11 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nmc.afleverbewijs_signing import MEDIA_TYPE, TYP
 from nmc.api import feed_query, openapi, routes_bewijs
 from nmc.api import validation as v
 from nmc.api.problems import DEFAULT_BASE_URI, PROBLEM_TYPES
-from nmc.cloudevents import ATTRIBUTES, TYPE_PREFIX
+from nmc.feed.cloudevents import ATTRIBUTES, TYPE_PREFIX
+from nmc.signing.afleverbewijs_signing import MEDIA_TYPE, TYP
 from nmc.status import NOTIFICATIE_STATUSES, REDENEN
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -527,7 +527,7 @@ def test_feed_operations(doc):
 
 
 def test_the_cloudevent_schema_lists_exactly_the_attributes_the_api_sends(doc):
-    from nmc.cloudevents import ATTRIBUTES, TYPE_PREFIX
+    from nmc.feed.cloudevents import ATTRIBUTES, TYPE_PREFIX
 
     schema = doc["components"]["schemas"]["CloudEvent"]
     assert set(schema["required"]) == set(schema["properties"]) == set(ATTRIBUTES)

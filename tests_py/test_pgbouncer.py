@@ -38,8 +38,8 @@ from psycopg.conninfo import conninfo_to_dict
 
 from nmc.admin.dev_iam import generate_dev_iam_key, issue_dev_token
 from nmc.api.app import create_app
-from nmc.kek_ring import new_kek_ring, parse_kek_ring
-from nmc.peppers import new_peppers
+from nmc.crypto.kek_ring import new_kek_ring, parse_kek_ring
+from nmc.crypto.peppers import new_peppers
 from nmc.worker.config import WorkerConfig
 from nmc.worker.loop import Worker
 from nmc_dev.embedded_db import CLUSTER_OS_USER

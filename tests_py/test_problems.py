@@ -10,8 +10,8 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from nmc.api import problems as p
-from nmc.api.auth_errors import JwksUnavailable, Unauthenticated
 from nmc.api.validation import AddressRefused, ValidationFailed, violation
+from nmc.auth.errors import JwksUnavailable, Unauthenticated
 from nmc.status import NOTIFICATIE_STATUSES
 
 BASE = "https://mijnoverheidzakelijk.nl/nmc/problemen/"

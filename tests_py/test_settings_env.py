@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 
 from nmc import settings_env
-from nmc.api.auth import AuthSettings
-from nmc.api.settings import ApiSettings, HeadLimits, SseSettings, geen_contactgegevens_drempel
-from nmc.config import Settings
+from nmc.api.settings import ApiSettings, HeadLimits, SseSettings
+from nmc.auth.bearer import AuthSettings
+from nmc.config import Settings, geen_contactgegevens_drempel
 from nmc.console.settings import ConsoleSettings
 from nmc.errors import NmcError
 from nmc.settings_env import SettingError

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from nmc.api import validation as v
 from nmc.api.validation import ValidationFailed
-from nmc.canonical_json import payload_hash
+from nmc.signing.canonical_json import payload_hash
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 

@@ -20,10 +20,10 @@ from nmc.adapters.aio_backend import AsyncioTransport, LeanAsyncClient
 from nmc.adapters.beheerkanaal import BeheerkanaalClient
 from nmc.adapters.http import UnexpectedResponse
 from nmc.adapters.webhook import WebhookClient
-from nmc.feed_cursor import CursorCodec
-from nmc.peppers import new_peppers, parse_peppers
-from nmc.webhook_signing import SigningRing, new_signing_ring, parse_signing_ring
-from nmc.webhook_validatie import Adresbeleid, Doel, Validatie, WebhookValidator
+from nmc.adapters.webhook_validatie import Adresbeleid, Doel, Validatie, WebhookValidator
+from nmc.crypto.peppers import new_peppers, parse_peppers
+from nmc.feed.feed_cursor import CursorCodec
+from nmc.signing.webhook_signing import SigningRing, new_signing_ring, parse_signing_ring
 
 ORIGIN = "nmc.pinning.test"
 PUBLIC = "145.21.10.1"

@@ -1,12 +1,12 @@
-"""Unit tests of nmc.webhook_signing: the ring, the public JWKS, the webhook JWT."""
+"""Unit tests of nmc.signing.webhook_signing: the ring, the public JWKS, the webhook JWT."""
 
 import json
 
 import jwt
 import pytest
 
-from nmc.cloudevents import event_source, to_cloudevent, utc_rfc3339
-from nmc.webhook_signing import (
+from nmc.feed.cloudevents import event_source, to_cloudevent, utc_rfc3339
+from nmc.signing.webhook_signing import (
     SigningConfigError,
     issuer,
     load_signing_ring,

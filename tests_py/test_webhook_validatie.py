@@ -1,4 +1,4 @@
-"""Webhook validation at onboarding (nmc.webhook_validatie, `nmc admin dv apply`): the
+"""Webhook validation at onboarding (nmc.adapters.webhook_validatie, `nmc admin dv apply`): the
 CloudEvents webhook handshake against real endpoints, the SSRF refusal of non-public targets
 unless explicitly allowed, the recorded outcome, and the DV client library's answer."""
 
@@ -13,8 +13,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from nmc.adapters.webhook_validatie import Adresbeleid, Validatie, check_target, validate_now
 from nmc.errors import NmcError
-from nmc.webhook_validatie import Adresbeleid, Validatie, check_target, validate_now
 from nmc_client import answer_handshake
 from nmc_dev.sim.server import start_in_thread
 
@@ -307,7 +307,7 @@ def test_httpx_is_what_makes_the_call():
     transport = httpx.MockTransport(lambda request: httpx.Response(307, headers={"location": "/"}))
 
     async def run() -> Validatie:
-        from nmc.webhook_validatie import handshake
+        from nmc.adapters.webhook_validatie import handshake
 
         async with httpx.AsyncClient(transport=transport) as client:
             return await handshake(client, "https://dv.example/hook", ORIGIN)

@@ -1,7 +1,7 @@
 -- The delivery proof (afleverbewijs) and the history (geschiedenis) of one notification
 -- (SPEC §7): the event chain, the attempts with every receipt (source times), the
 -- settlement and the final status, without any personal data. One call per request; the
--- API signs the proof (nmc.afleverbewijs_signing). Served while the notification is kept,
+-- API signs the proof (nmc.signing.afleverbewijs_signing). Served while the notification is kept,
 -- also after its data key is erased: nothing here reads the sealed columns.
 --
 -- Times are rendered in UTC and intervals as ISO 8601 durations whatever the session's

@@ -2,7 +2,7 @@
 -- architecture chapter: "bij onboarding geregistreerd en gevalideerd"): the NL GOV
 -- CloudEvents webhook handshake (OPTIONS with WebHook-Request-Origin, answered with
 -- WebHook-Allowed-Origin), and no loopback, link-local or private target unless explicitly
--- allowed. The shell makes the call (nmc.webhook_validatie: `nmc admin dv apply`, and the
+-- allowed. The shell makes the call (nmc.adapters.webhook_validatie: `nmc admin dv apply`, and the
 -- webhook task before its first delivery); these functions record the outcome and tell
 -- whether the current URL passed.
 

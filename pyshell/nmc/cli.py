@@ -1,11 +1,15 @@
 """`nmc`: the one command line for everything an operator or developer runs.
 
 Defaults come from NMC_ environment variables (see nmc.config). Failures print one clear
-message on stderr and exit with code 1.
+message on stderr and exit with code 1. The product's commands are defined here; other
+distributions add theirs through the entry-point group `nmc.commands` (the development
+tools, nmc-dev: `nmc db|sim|demo|soak|drill|dev`, `nmc admin clock`). Without them those
+commands say in one line what to install.
 """
 
 import argparse
 import dataclasses
+import importlib.metadata
 import json
 import os
 import sys
@@ -24,9 +28,17 @@ from nmc.admin.migrate import Plan, check, describe_database_error, migrate
 from nmc.config import Settings
 from nmc.database import connection_url
 from nmc.errors import NmcError
-from nmc_dev import cli as dev_cli
 
 Command = Callable[[argparse.Namespace, Settings], int]
+
+COMMAND_GROUP = "nmc.commands"  # the entry points that add commands to `nmc`
+# The development tools' commands (nmc-dev, pyshell/dev), by name: without that distribution
+# each still parses, and says what to install (tests_py/test_product_alone.py holds this list
+# against the commands nmc-dev adds).
+DEV_TOOLS = "nmc-dev"
+DEV_TOOLS_INSTALL = "pip install -e ./pyshell/client -e ./pyshell/dev (from a checkout of the NMC)"
+DEV_COMMANDS = ("db", "sim", "dev", "demo", "soak", "drill")
+DEV_ADMIN_COMMANDS = ("clock",)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,7 +119,7 @@ def _afleverbewijs_file(args: argparse.Namespace) -> Path:
 
 
 def admin_afleverbewijs_list(args: argparse.Namespace, settings: Settings) -> int:
-    from nmc import afleverbewijs_signing as proof
+    from nmc.signing import afleverbewijs_signing as proof
 
     for kid, alg, state in proof.describe(proof.read_ring_document(_afleverbewijs_file(args))):
         print(f"{kid}  {alg}  {state}")
@@ -115,7 +127,7 @@ def admin_afleverbewijs_list(args: argparse.Namespace, settings: Settings) -> in
 
 
 def admin_afleverbewijs_add(args: argparse.Namespace, settings: Settings) -> int:
-    from nmc import afleverbewijs_signing as proof
+    from nmc.signing import afleverbewijs_signing as proof
 
     path = _afleverbewijs_file(args)
     document = proof.add_key(proof.read_ring_document(path), args.kid, args.alg)
@@ -130,7 +142,7 @@ def admin_afleverbewijs_add(args: argparse.Namespace, settings: Settings) -> int
 def admin_afleverbewijs_activate(args: argparse.Namespace, settings: Settings) -> int:
     from datetime import timedelta
 
-    from nmc import afleverbewijs_signing as proof
+    from nmc.signing import afleverbewijs_signing as proof
 
     path = _afleverbewijs_file(args)
     if args.bewaar_dagen is None:
@@ -147,7 +159,7 @@ def admin_afleverbewijs_activate(args: argparse.Namespace, settings: Settings) -
 
 
 def admin_webhook_public(args: argparse.Namespace, settings: Settings) -> int:
-    from nmc import webhook_signing
+    from nmc.signing import webhook_signing
 
     ring = webhook_signing.load_signing_ring(args.file)
     if ring is None:
@@ -234,7 +246,7 @@ def _add_console_commands(commands: argparse._SubParsersAction, admin) -> None:
 
 
 def worker_command(args: argparse.Namespace, settings: Settings) -> int:
-    from nmc import aio
+    from nmc.runtime import aio
     from nmc.worker import config as worker_config
     from nmc.worker import logs
     from nmc.worker.loop import main as run_worker
@@ -301,7 +313,7 @@ def admin_report_onbevestigd(args: argparse.Namespace, settings: Settings) -> in
 
 
 def admin_report_geen_contactgegevens(args: argparse.Namespace, settings: Settings) -> int:
-    from nmc.api.settings import geen_contactgegevens_drempel
+    from nmc.config import geen_contactgegevens_drempel
 
     drempel = args.drempel if args.drempel is not None else geen_contactgegevens_drempel(os.environ)
     rows = admin_ops.report_geen_contactgegevens(settings, drempel)
@@ -376,8 +388,8 @@ def admin_notificatie_force(args: argparse.Namespace, settings: Settings) -> int
 
 
 def admin_kek_status(args: argparse.Namespace, settings: Settings) -> int:
-    from nmc.kek_ring import load_kek_ring
-    from nmc.secret_files import CryptoConfigError
+    from nmc.crypto.kek_ring import load_kek_ring
+    from nmc.crypto.secret_files import CryptoConfigError
 
     try:
         ring = load_kek_ring()
@@ -397,7 +409,7 @@ def admin_kek_status(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def admin_kek_rotate(args: argparse.Namespace, settings: Settings) -> int:
-    from nmc.kek_ring import load_kek_ring
+    from nmc.crypto.kek_ring import load_kek_ring
 
     def progress(stored: int, total: int) -> None:
         print(f"re-wrapped {stored} (total {total})", flush=True)
@@ -568,11 +580,37 @@ def _parser() -> argparse.ArgumentParser:
 
     _add_worker_command(commands)  # the send pipeline
 
-    dev_cli.add_commands(
-        commands, admin, _group, _command
-    )  # nmc db|sim|demo|soak|drill|dev, admin clock
+    for entry_point in importlib.metadata.entry_points(group=COMMAND_GROUP):
+        entry_point.load()(commands, admin, _group, _command)  # nmc-dev: db|sim|demo|…
+    _add_missing_dev_commands(commands, DEV_COMMANDS)
+    _add_missing_dev_commands(admin, DEV_ADMIN_COMMANDS, prefix="admin ")
 
     return parser
+
+
+def _add_missing_dev_commands(
+    commands: argparse._SubParsersAction, names: tuple[str, ...], prefix: str = ""
+) -> None:
+    """A stand-in for each development command no entry point added: it takes any
+    arguments and says, in one line on stderr, which distribution to install (exit 1)."""
+    for name in names:
+        if name in commands.choices:
+            continue
+        help_text = f"(the development tools, {DEV_TOOLS}: not installed)"
+        # No option prefix: `--count 3` or `--help` is one of the arguments it ignores.
+        stand_in = commands.add_parser(name, help=help_text, add_help=False, prefix_chars="\0")
+        stand_in.add_argument("arguments", nargs=argparse.REMAINDER)
+        stand_in.set_defaults(command=_dev_tools_missing(f"{prefix}{name}"))
+
+
+def _dev_tools_missing(name: str) -> Command:
+    def missing(args: argparse.Namespace, settings: Settings) -> int:
+        raise NmcError(
+            f"`nmc {name}` is one of the development tools ({DEV_TOOLS}), which are not "
+            f"installed: {DEV_TOOLS_INSTALL}"
+        )
+
+    return missing
 
 
 def _group(commands: argparse._SubParsersAction, name: str, help_text: str):

@@ -7,6 +7,10 @@ NMC_DB_PORT       port of the embedded cluster (default: the one it remembers in
 NMC_HOME          working directory of the embedded cluster (default <project root>/.nmc)
 NMC_TEST_CLOCK    "1" allows moving the database clock forward (tests and demos only)
 NMC_ROOT          the project root: the directory holding sql/bootstrap.sql
+
+Read by the API and the worker alike (their /metrics flag it per DV), with their own settings:
+NMC_GEEN_CONTACTGEGEVENS_DREMPEL  the share of geen-contactgegevens above which a DV is
+                  flagged (default 0.3; geen_contactgegevens_drempel)
 """
 
 import os
@@ -20,6 +24,7 @@ from nmc.errors import NmcError
 DEFAULT_DB_PORT = 54329
 PORT_FILE = "port"  # under $NMC_HOME: the embedded cluster's port when it is not the default
 _PACKAGE_ROOT = Path(__file__).resolve().parent.parent.parent  # pyshell/nmc/../..
+DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL = 0.3
 
 
 @dataclass(frozen=True)
@@ -68,3 +73,10 @@ def check_root(root: Path) -> Path:
             f"{root} is not an NMC project root (no sql/bootstrap.sql); pass --root or set NMC_ROOT"
         )
     return root
+
+
+def geen_contactgegevens_drempel(env: Mapping[str, str]) -> float:
+    """NMC_GEEN_CONTACTGEGEVENS_DREMPEL: a share between 0 and 1 (default 0.3)."""
+    return settings_env.share(
+        env, "NMC_GEEN_CONTACTGEGEVENS_DREMPEL", DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL
+    )

@@ -30,12 +30,12 @@ from apitest import (
 from starlette.testclient import TestClient
 
 from nmc.admin.dev_iam import generate_dev_iam_key
-from nmc.afleverbewijs_signing import new_afleverbewijs_ring
 from nmc.api.app import create_app
+from nmc.crypto.kek_ring import new_kek_ring
+from nmc.crypto.peppers import new_peppers
 from nmc.database import with_overrides
-from nmc.kek_ring import new_kek_ring
-from nmc.peppers import new_peppers
-from nmc.webhook_signing import new_signing_ring
+from nmc.signing.afleverbewijs_signing import new_afleverbewijs_ring
+from nmc.signing.webhook_signing import new_signing_ring
 
 
 @dataclass

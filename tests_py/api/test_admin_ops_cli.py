@@ -10,8 +10,8 @@ import pytest
 from apitest import auth, centraal
 from feedtest import intake, transition
 
-from nmc.kek_ring import load_kek_ring
-from nmc.sealing import Sealed, open_sealed
+from nmc.crypto.kek_ring import load_kek_ring
+from nmc.crypto.sealing import Sealed, open_sealed
 
 
 def with_second_kek(ring: dict) -> dict:

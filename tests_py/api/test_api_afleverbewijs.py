@@ -21,12 +21,12 @@ import pytest
 from apitest import BASE, CALLBACK_TOKEN, OIN_A, OIN_B, TEMPLATE_ID, auth, decentraal
 from starlette.testclient import TestClient
 
-from nmc.afleverbewijs_signing import TYP, parse_afleverbewijs_ring, read_ring_document
 from nmc.api.app import create_app
 from nmc.cli import main as nmc_main
-from nmc.cloudevents import event_source
+from nmc.feed.cloudevents import event_source
+from nmc.signing.afleverbewijs_signing import TYP, parse_afleverbewijs_ring, read_ring_document
+from nmc.signing.webhook_signing import load_signing_ring
 from nmc.status import ALLOWED_TRANSITIONS, TERMINAL_STATUSES
-from nmc.webhook_signing import load_signing_ring
 from nmc_client import BewijsOngeldig, StaticJwks, verify_afleverbewijs
 from nmc_client.bewijs import ALLOWED_TRANSITIONS as CLIENT_TRANSITIONS
 from nmc_client.bewijs import TERMINAL_STATUSES as CLIENT_TERMINAL
@@ -325,7 +325,7 @@ def test_a_key_rotation_keeps_old_proofs_valid(api_env, dvs, conn, capsys, monke
     # A retired key stays published for the retention, then goes at the next activation.
     from datetime import UTC, datetime, timedelta
 
-    from nmc.afleverbewijs_signing import activate_key, add_key
+    from nmc.signing.afleverbewijs_signing import activate_key, add_key
 
     later = add_key(read_ring_document(ring_file), "nmc-bewijs-test-3")
     kept = activate_key(later, "nmc-bewijs-test-3", now=datetime.now(UTC) + timedelta(days=300))

@@ -11,7 +11,7 @@ from feedtest import ACK, FEED, intake, page, read_until, tamper, transition
 from starlette.testclient import TestClient
 
 from nmc.api.app import create_app
-from nmc.cloudevents import ATTRIBUTES, TYPE_PREFIX
+from nmc.feed.cloudevents import ATTRIBUTES, TYPE_PREFIX
 
 SOURCE = "urn:nld:oin:00000001234567890000:systeem:nmc"
 

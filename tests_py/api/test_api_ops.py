@@ -14,9 +14,9 @@ from feedtest import intake, read_until
 from starlette.testclient import TestClient
 
 from nmc.api.app import create_app
-from nmc.api.logs import JsonFormatter
 from nmc.api.metrics import database_lines
-from nmc.webhook_signing import load_signing_ring, new_signing_ring
+from nmc.observability.logs import JsonFormatter
+from nmc.signing.webhook_signing import load_signing_ring, new_signing_ring
 from nmc_client import Conflict, CursorExpired, NmcClient, NotFound
 
 HERVATTEN = f"{BASE}/webhook/hervatten"
@@ -109,7 +109,7 @@ def test_the_jwks_publishes_the_public_signing_keys(client, api_env, path):
     assert response.status_code == 200
     assert response.headers["content-type"] == "application/json"
     document = response.json()
-    # The webhook ring's key, then the delivery-proof ring's (nmc.afleverbewijs_signing).
+    # The webhook ring's key, then the delivery-proof ring's (nmc.signing.afleverbewijs_signing).
     key, proof_key = document["keys"]
     assert key["kid"] == "nmc-test-1" and key["alg"] == "ES256" and key["use"] == "sig"
     assert proof_key["kid"] == "nmc-bewijs-test-1" and proof_key["use"] == "sig"
@@ -256,7 +256,7 @@ def test_one_json_access_line_per_request_without_query_or_token(client, caplog)
 def test_nmc_api_logs_json_lines_for_its_own_and_uvicorns_loggers():
     script = (
         "import logging, logging.config\n"
-        "from nmc.api.logs import log_config, log_access\n"
+        "from nmc.observability.logs import log_config, log_access\n"
         "logging.config.dictConfig(log_config())\n"
         "log_access('GET', '/health/live', 200, 1.25, 'ab' * 16)\n"
         "logging.getLogger('uvicorn.error').info('Started server process')\n"

@@ -20,9 +20,9 @@ from starlette.testclient import TestClient
 from nmc.api import validation
 from nmc.api.app import create_app
 from nmc.api.intake import idempotency_form
-from nmc.canonical_json import canonical_json, payload_hash
-from nmc.peppers import dvref_hmac, new_peppers, parse_peppers
-from nmc.secret_files import CryptoConfigError
+from nmc.crypto.peppers import dvref_hmac, new_peppers, parse_peppers
+from nmc.crypto.secret_files import CryptoConfigError
+from nmc.signing.canonical_json import canonical_json, payload_hash
 
 DECENTRAAL = f"{BASE}/decentraal/notificaties"
 CENTRAAL = f"{BASE}/centraal/notificaties"

@@ -16,7 +16,7 @@ import uuid
 
 from apitest import BASE, CALLBACK_TOKEN, OIN_B, auth
 
-from nmc.api.logs import JsonFormatter
+from nmc.observability.logs import JsonFormatter
 from privacy_scan import SCAN
 
 EMAIL = "geheim.persoon@prive-voorbeeld.nl"

@@ -21,7 +21,7 @@ from feedtest import FEED, intake, read_until, tamper, transition
 from starlette.testclient import TestClient
 
 from nmc.api.app import create_app
-from nmc.cloudevents import ATTRIBUTES, TYPE_PREFIX
+from nmc.feed.cloudevents import ATTRIBUTES, TYPE_PREFIX
 
 SSE = {"Accept": "text/event-stream"}
 

@@ -11,7 +11,7 @@ from starlette.testclient import TestClient
 from nmc.api.app import create_app
 from nmc.api.middleware import SECURITY_HEADERS
 from nmc.api.openapi import API_VERSION, openapi_document
-from nmc.peppers import new_peppers
+from nmc.crypto.peppers import new_peppers
 
 DECENTRAAL = f"{BASE}/decentraal/notificaties"
 

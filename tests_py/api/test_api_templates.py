@@ -6,7 +6,7 @@ whose template is gone is refused with 422 `berichttype-niet-beschikbaar`."""
 from apitest import BASE, TEMPLATE_ID, auth, decentraal
 
 from nmc.api.validation import BERICHTGEGEVENS_TOTAL_MAX_BYTES
-from nmc.notifynl_templates import namen_van, ontdubbeld, sleutel
+from nmc.notifynl.notifynl_templates import namen_van, ontdubbeld, sleutel
 
 PROBLEMS = "https://mijnoverheidzakelijk.nl/nmc/problemen/"
 NOTIFYNL_EMAIL_MAX_BYTES = 2_000_000  # NotifyNL: "Emails cannot be longer than 2000000 bytes"

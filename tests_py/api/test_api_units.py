@@ -6,14 +6,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from nmc.api import lijst_cursor
-from nmc.api.auth import Principal
-from nmc.api.auth_errors import Unauthenticated
 from nmc.api.intake import idempotency_form
 from nmc.api.middleware import parse_traceparent
 from nmc.api.routes_callback import token_matches
 from nmc.api.routes_notificaties import etag_matches
 from nmc.api.services import VerifiedTokens
 from nmc.api.settings import ApiSettings
+from nmc.auth.bearer import Principal
+from nmc.auth.errors import Unauthenticated
 from nmc.errors import NmcError
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"

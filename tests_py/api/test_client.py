@@ -29,12 +29,17 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from nmc.adapters.webhook import WebhookClient
+from nmc.adapters.webhook_validatie import Adresbeleid
 from nmc.api.app import create_app
-from nmc.cloudevents import event_source, to_cloudevent
-from nmc.feed_cursor import CursorCodec
-from nmc.peppers import load_peppers
-from nmc.webhook_signing import issuer, load_signing_ring, new_signing_ring, parse_signing_ring
-from nmc.webhook_validatie import Adresbeleid
+from nmc.crypto.peppers import load_peppers
+from nmc.feed.cloudevents import event_source, to_cloudevent
+from nmc.feed.feed_cursor import CursorCodec
+from nmc.signing.webhook_signing import (
+    issuer,
+    load_signing_ring,
+    new_signing_ring,
+    parse_signing_ring,
+)
 from nmc_client import (
     BerichttypeUnavailable,
     Conflict,

@@ -15,10 +15,10 @@ import jwt
 import pytest
 from starlette.testclient import TestClient
 
-from nmc import afleverbewijs_signing as proof_keys
-from nmc.afleverbewijs_signing import TYP, parse_afleverbewijs_ring
 from nmc.api.app import create_app, published_jwks
-from nmc.webhook_signing import new_signing_ring, parse_signing_ring
+from nmc.signing import afleverbewijs_signing as proof_keys
+from nmc.signing.afleverbewijs_signing import TYP, parse_afleverbewijs_ring
+from nmc.signing.webhook_signing import new_signing_ring, parse_signing_ring
 from nmc_client import BewijsOngeldig, StaticJwks, verify_afleverbewijs
 from nmc_client.webhook import WebhookRejected, WebhookVerifier
 
@@ -125,7 +125,7 @@ def test_activate_drops_retired_keys_after_the_keep_it_is_given():
 
 
 def test_the_api_publishes_webhook_keys_from_the_public_file_alone(api_env, dvs, monkeypatch):
-    from nmc.webhook_signing import write_public_keys
+    from nmc.signing.webhook_signing import write_public_keys
 
     ring_document = new_signing_ring("nmc-webhook-pub")
     public = api_env.secrets / "webhook-public-keys.json"
@@ -146,7 +146,7 @@ def test_the_api_publishes_webhook_keys_from_the_public_file_alone(api_env, dvs,
 
 
 def test_a_public_key_file_with_a_private_member_is_refused(tmp_path, monkeypatch):
-    from nmc.webhook_signing import SigningConfigError, load_public_keys
+    from nmc.signing.webhook_signing import SigningConfigError, load_public_keys
 
     ring = parse_signing_ring(new_signing_ring("k"))
     private = jwt.algorithms.ECAlgorithm.to_jwk(ring.keys["k"].private_key, as_dict=True)
@@ -158,8 +158,8 @@ def test_a_public_key_file_with_a_private_member_is_refused(tmp_path, monkeypatc
 
 def test_activate_keeps_retired_keys_for_the_databases_retention(api_env, conn, monkeypatch):
     """Not a fixed 366 days: the retention the database holds, plus a day, on its clock."""
-    from nmc.afleverbewijs_signing import read_ring_document, write_ring_document
     from nmc.cli import main as nmc_main
+    from nmc.signing.afleverbewijs_signing import read_ring_document, write_ring_document
 
     monkeypatch.setenv("NMC_DATABASE_URL", api_env.db_url)
     conn.execute("UPDATE nmc.instellingen SET bewijs_bewaartermijn = interval '30 days'")
@@ -188,7 +188,7 @@ def test_activate_keeps_retired_keys_for_the_databases_retention(api_env, conn, 
 def test_the_cli_writes_the_rings_public_keys_and_keys_init_too(tmp_path, capsys):
     from nmc.admin.onboarding import init_secrets
     from nmc.cli import main as nmc_main
-    from nmc.webhook_signing import load_public_keys, load_signing_ring
+    from nmc.signing.webhook_signing import load_public_keys, load_signing_ring
 
     init_secrets(tmp_path / "geheim")
     ring = load_signing_ring(tmp_path / "geheim" / "webhook-signing.json")

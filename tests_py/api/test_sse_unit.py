@@ -11,8 +11,8 @@ import pytest
 from nmc.api.problems import Problem
 from nmc.api.settings import SseSettings
 from nmc.api.sse import FeedStream, StreamSlots
-from nmc.feed_cursor import CursorCodec, Position
-from nmc.peppers import new_peppers, parse_peppers
+from nmc.crypto.peppers import new_peppers, parse_peppers
+from nmc.feed.feed_cursor import CursorCodec, Position
 
 NOW = "2025-03-01T09:00:00+00:00"
 CODEC = CursorCodec(parse_peppers(new_peppers()))

@@ -11,8 +11,8 @@ from starlette.testclient import TestClient
 
 from nmc.admin.dev_iam import generate_dev_iam_key
 from nmc.console.app import create_app
+from nmc.crypto.kek_ring import KekRing, new_kek_ring, parse_kek_ring
 from nmc.database import with_overrides
-from nmc.kek_ring import KekRing, new_kek_ring, parse_kek_ring
 
 
 @pytest.fixture

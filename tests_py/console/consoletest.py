@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import psycopg
 
 from nmc.admin.dev_iam import issue_dev_claims
-from nmc.kek_ring import KekRing
-from nmc.sealing import seal
+from nmc.crypto.kek_ring import KekRing
+from nmc.crypto.sealing import seal
 from privacy_scan import DVREF, SCAN
 
 ISSUER = "https://iam.console.test"

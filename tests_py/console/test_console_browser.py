@@ -31,8 +31,8 @@ import pytest
 from consoletest import Populated, token
 
 from nmc.console.app import create_app
+from nmc.crypto.kek_ring import KekRing
 from nmc.database import with_overrides
-from nmc.kek_ring import KekRing
 from nmc.worker.config import WorkerConfig
 from nmc.worker.loop import Worker
 from nmc_dev.sim.server import start_in_thread

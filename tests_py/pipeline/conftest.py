@@ -24,10 +24,10 @@ from pipelinetest import (
     configure_notifynl,
 )
 
+from nmc.crypto.kek_ring import KekRing, new_kek_ring, parse_kek_ring
+from nmc.crypto.peppers import new_peppers
+from nmc.crypto.sealing import seal
 from nmc.database import with_overrides
-from nmc.kek_ring import KekRing, new_kek_ring, parse_kek_ring
-from nmc.peppers import new_peppers
-from nmc.sealing import seal
 from nmc.worker.config import WorkerConfig
 from nmc.worker.loop import Worker
 from nmc_dev.sim.ldv import RECORDS_PATH, LdvSim

@@ -26,10 +26,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from nmc.kek_ring import KekRing
-from nmc.sealing import seal
-from nmc.webhook_signing import SigningRing, parse_signing_ring
-from nmc.webhook_signing import new_signing_ring as make_ring
+from nmc.crypto.kek_ring import KekRing
+from nmc.crypto.sealing import seal
+from nmc.signing.webhook_signing import SigningRing, parse_signing_ring
+from nmc.signing.webhook_signing import new_signing_ring as make_ring
 from nmc.worker.beheerrapport import SOORT
 from nmc.worker.config import WorkerConfig
 from nmc.worker.loop import Worker
@@ -319,7 +319,7 @@ async def test_without_a_template_an_email_report_waits(rapporteur, kanalen, con
 
 def test_the_https_body_is_a_cloudevent(signing_ring):
     from nmc.adapters.beheerkanaal import BeheerkanaalClient
-    from nmc.webhook_validatie import Adresbeleid
+    from nmc.adapters.webhook_validatie import Adresbeleid
 
     client = BeheerkanaalClient(
         httpx.AsyncClient(), signing_ring, issuer=ISSUER, source=ISSUER, beleid=Adresbeleid()

@@ -20,7 +20,7 @@ from pipelinetest import sim_get
 
 from nmc.admin import operations as admin_ops
 from nmc.config import Settings
-from nmc.kek_ring import new_kek_ring, parse_kek_ring
+from nmc.crypto.kek_ring import new_kek_ring, parse_kek_ring
 from nmc.worker.loop import Worker
 
 PER_WAVE = 12

@@ -17,8 +17,8 @@ from pipelinetest import TEMPLATE_ID, sim_get
 
 from nmc.admin import operations as admin_ops
 from nmc.config import Settings
-from nmc.kek_ring import new_kek_ring, parse_kek_ring
-from nmc.sealing import Sealed, open_sealed
+from nmc.crypto.kek_ring import new_kek_ring, parse_kek_ring
+from nmc.crypto.sealing import Sealed, open_sealed
 from nmc.worker.config import DEFAULT_KINDS, KINDS
 from nmc.worker.loop import Worker
 from nmc.worker.onderhoud import JOBS

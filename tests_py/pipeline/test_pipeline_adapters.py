@@ -22,7 +22,7 @@ from nmc.adapters.notifynl import (
     classify_refusal,
 )
 from nmc.adapters.profielservice import Profielservice, choose_email, split_identificatie
-from nmc.peppers import new_peppers, parse_peppers
+from nmc.crypto.peppers import new_peppers, parse_peppers
 from nmc_dev.sim.notifynl import REFUSALS
 
 TEMPLATE = "a0a0a0a0-0000-4000-8000-00000000000a"

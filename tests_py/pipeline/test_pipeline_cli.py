@@ -9,7 +9,7 @@ import time
 
 from pipelinetest import API_KEY, sim_get, status_of, wait_for
 
-from nmc.peppers import new_peppers
+from nmc.crypto.peppers import new_peppers
 
 
 def nmc_process(*args: str, env: dict[str, str]) -> subprocess.Popen:

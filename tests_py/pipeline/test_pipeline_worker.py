@@ -15,8 +15,8 @@ from pipelinetest import (
     status_of,
 )
 
-from nmc.kek_ring import new_kek_ring, parse_kek_ring
-from nmc.sealing import Sealed, open_sealed
+from nmc.crypto.kek_ring import new_kek_ring, parse_kek_ring
+from nmc.crypto.sealing import Sealed, open_sealed
 from nmc.worker import verzenden
 from nmc.worker.loop import Worker
 

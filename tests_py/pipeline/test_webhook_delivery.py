@@ -27,10 +27,10 @@ from webhookreceiver import CONTENT_TYPE, Receiver
 from nmc.admin.dev_iam import generate_dev_iam_key, issue_dev_token
 from nmc.admin.onboarding import check_webhook
 from nmc.config import Settings
+from nmc.crypto.kek_ring import KekRing, new_kek_ring
+from nmc.crypto.peppers import new_peppers
 from nmc.database import with_overrides
-from nmc.kek_ring import KekRing, new_kek_ring
-from nmc.peppers import new_peppers
-from nmc.webhook_signing import new_signing_ring
+from nmc.signing.webhook_signing import new_signing_ring
 from nmc.worker.config import WorkerConfig
 from nmc.worker.loop import Worker
 from nmc.worker.terugkoppelen import SOORT
@@ -329,14 +329,14 @@ def test_the_receiver_refuses_a_call_it_cannot_verify(receiver):
 
 def foreign_ring_token(audience: str) -> str:
     """A token signed by a ring the NMC does not publish (with the NMC's kid)."""
-    from nmc.webhook_signing import parse_signing_ring
+    from nmc.signing.webhook_signing import parse_signing_ring
 
     ring = parse_signing_ring(new_signing_ring("nmc-webhook-test"))
     return ring.sign(audience, issuer=NMC_SOURCE)
 
 
 def own_ring_token(audience: str) -> str:
-    from nmc.webhook_signing import load_signing_ring
+    from nmc.signing.webhook_signing import load_signing_ring
 
     ring = load_signing_ring()
     assert ring is not None

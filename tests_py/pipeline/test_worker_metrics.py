@@ -22,7 +22,7 @@ import httpx
 import pytest
 from pipelinetest import API_KEY, DIENST, DV_NAAM, set_faults, sim_get, status_of, wait_for
 
-from nmc.peppers import new_peppers
+from nmc.crypto.peppers import new_peppers
 from nmc.worker.loop import Worker
 from nmc.worker.metrics import Targets, WorkerMetrics
 from privacy_scan import SCAN

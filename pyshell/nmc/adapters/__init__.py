@@ -1,4 +1,5 @@
-"""Adapters for the services the NMC calls: NotifyNL, the Profielservice and the LDV.
+"""Adapters for the services the NMC calls: NotifyNL, the Profielservice, the LDV, a DV's
+webhook and beheer channel (its target validated first: webhook_validatie).
 
 Each adapter turns an HTTP exchange into an outcome word the SQL functions take, or raises
 one of the two exceptions below. No adapter decides a lifecycle rule, and no exception text

@@ -225,7 +225,7 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
         scheme = url.scheme
         if scheme not in _DEFAULT_PORTS:
             raise httpx.UnsupportedProtocol(f"unsupported scheme {scheme!r}")
-        # A call pinned to a checked address (nmc.webhook_validatie.Doel) connects to the
+        # A call pinned to a checked address (nmc.adapters.webhook_validatie.Doel) connects to the
         # address in the URL and names its host in TLS (SNI, certificate): httpcore's
         # `sni_hostname` extension. Connections are pooled per name too, so one opened for
         # one host is never reused for another that shares its address.

@@ -9,11 +9,11 @@
      "nl.overheid.moz.nmc.beheerrapport", "subject": <the DV's OIN>, "time": …,
      "datacontenttype": "application/json", "data": <the report>}
 
-The token is the webhook's (nmc.webhook_signing: the same ring, issuer and JWKS), so a DV
+The token is the webhook's (nmc.signing.webhook_signing: the same ring, issuer and JWKS), so a DV
 verifies it as it verifies its webhook calls. The id stays the same for every try of one
 day's report, so a DV that saw it already can ignore a repeat. The target is checked like a
-webhook's (nmc.webhook_validatie: no loopback, link-local or private address unless allowed)
-before every call, and the call connects to the address that was checked (`Host`, SNI and
+webhook's (nmc.adapters.webhook_validatie: no loopback, link-local or private address unless
+allowed) before every call, and the call connects to the address that was checked (`Host`, SNI and
 certificate verification for the host); redirects are not followed. An `http:` channel is
 refused (`beheerkanaal-geen-https`) unless every address it resolves to lies in an
 explicitly allowed network (NMC_WEBHOOK_TOEGESTANE_NETWERKEN: tests and demos on loopback):
@@ -34,8 +34,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from nmc.adapters.http import Deferral, UnexpectedResponse
-from nmc.webhook_signing import SigningRing
-from nmc.webhook_validatie import (
+from nmc.adapters.webhook_validatie import (
     ADRES_GEWEIGERD,
     Adresbeleid,
     Resolver,
@@ -43,7 +42,8 @@ from nmc.webhook_validatie import (
     pin_target,
     send,
 )
-from nmc.webhook_validatie import system_resolver as default_resolver
+from nmc.adapters.webhook_validatie import system_resolver as default_resolver
+from nmc.signing.webhook_signing import SigningRing
 
 SERVICE = "beheerkanaal"
 CONTENT_TYPE = "application/cloudevents+json"

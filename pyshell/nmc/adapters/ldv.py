@@ -30,7 +30,7 @@ from typing import Any, Protocol
 import httpx
 
 from nmc.adapters.http import Deferral, request, traceparent
-from nmc.peppers import PURPOSE_DVREF, Peppers, peppers
+from nmc.crypto.peppers import PURPOSE_DVREF, Peppers, peppers
 from nmc.tracing import worker as tracing
 
 SERVICE = "ldv"

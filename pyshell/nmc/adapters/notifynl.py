@@ -21,7 +21,7 @@ whose fault a send's 400 is, by the stable start of the message NotifyNL's code 
   `onbekend` (any other 400: ours until proven otherwise, never the recipient's);
 * get by id: 200 -> `Bericht`; 404 -> None (unknown, or past NotifyNL's retention);
 * search by reference: 200 -> list of `Bericht`;
-* get a template: 200 -> its JSON; 404 -> None (nmc.notifynl_templates reads it);
+* get a template: 200 -> its JSON; 404 -> None (nmc.notifynl.notifynl_templates reads it);
 * 401/403/429/5xx, connection errors, timeouts, no key for the service -> `Deferral`;
   anything else -> `UnexpectedResponse`.
 

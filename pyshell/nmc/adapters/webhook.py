@@ -6,9 +6,9 @@
     Nmc-Cursor: <the feed cursor of the batch's last event>
     traceparent: <the span of the LDV record of this provision>
 
-    [<CloudEvent>, …]        exactly as the feed serves them (nmc.cloudevents)
+    [<CloudEvent>, …]        exactly as the feed serves them (nmc.feed.cloudevents)
 
-The cursor is sealed with the API's codec (nmc.feed_cursor), so the DV can PUT it to
+The cursor is sealed with the API's codec (nmc.feed.feed_cursor), so the DV can PUT it to
 /notificaties/wijzigingen/bevestiging or continue the feed from it. Redirects are not
 followed: the token's `aud` names this URL only.
 
@@ -18,8 +18,8 @@ The DV's answer becomes an outcome word for nmc.finish_terugkoppelen_v2: 2xx `ge
 and no content.
 
 Before every call the URL's host is resolved and checked again (`target`,
-nmc.webhook_validatie.pin_target: a webhook validated once, or in use from before validation
-existed, `bestaand`, may since point somewhere it must not) and the call connects to the
+nmc.adapters.webhook_validatie.pin_target: a webhook validated once, or in use from before
+validation existed, `bestaand`, may since point somewhere it must not) and the call connects to the
 checked address, with `Host`, SNI and certificate verification for the host. A refused
 address is the worker's to record (the webhook is then no longer validated).
 """
@@ -31,11 +31,11 @@ from typing import Any
 
 import httpx
 
-from nmc.cloudevents import to_cloudevent
-from nmc.feed_cursor import CursorCodec, Position
-from nmc.webhook_signing import SigningRing
-from nmc.webhook_validatie import Adresbeleid, Doel, Resolver, Validatie, pin_target, send
-from nmc.webhook_validatie import system_resolver as default_resolver
+from nmc.adapters.webhook_validatie import Adresbeleid, Doel, Resolver, Validatie, pin_target, send
+from nmc.adapters.webhook_validatie import system_resolver as default_resolver
+from nmc.feed.cloudevents import to_cloudevent
+from nmc.feed.feed_cursor import CursorCodec, Position
+from nmc.signing.webhook_signing import SigningRing
 
 SERVICE = "webhook"
 CONTENT_TYPE = "application/cloudevents-batch+json"

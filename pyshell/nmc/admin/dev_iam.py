@@ -2,7 +2,7 @@
 
 For development, tests and demos only (`nmc admin token`, the dev stack): a token is signed
 only when NMC_DEV_IAM_KEY_FILE names a private key, and production has no such key, so it
-cannot mint tokens. The verifier (nmc.api.auth) accepts these tokens when NMC_OAUTH_JWKS_FILE
+cannot mint tokens. The verifier (nmc.auth.bearer) accepts these tokens when NMC_OAUTH_JWKS_FILE
 points at the key's JWKS (`generate_dev_iam_key` writes both).
 
   NMC_DEV_IAM_KEY_FILE    PEM private key of the dev issuer; unset means no dev tokens
@@ -26,8 +26,8 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
 from nmc import settings_env
-from nmc.api.auth import DEFAULT_OIN_CLAIM, OIN_PATTERN
-from nmc.api.auth_errors import AuthConfigError
+from nmc.auth.bearer import DEFAULT_OIN_CLAIM, OIN_PATTERN
+from nmc.auth.errors import AuthConfigError
 
 
 class DevIamNotConfigured(AuthConfigError):

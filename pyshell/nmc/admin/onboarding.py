@@ -18,18 +18,18 @@ from typing import Any
 
 import psycopg
 
+from nmc.adapters.webhook_validatie import Adresbeleid, Validatie, validate_now
 from nmc.admin import templates as admin_templates
 from nmc.admin.dev_iam import generate_dev_iam_key, issue_dev_token
-from nmc.afleverbewijs_signing import new_afleverbewijs_ring
 from nmc.config import Settings
+from nmc.crypto.kek_ring import new_kek_ring
+from nmc.crypto.peppers import PURPOSE_DVREF, PURPOSE_PAYLOAD, new_peppers
 from nmc.database import connect, connection_url
 from nmc.errors import NmcError
-from nmc.feed_cursor import PURPOSE_CURSOR
-from nmc.kek_ring import new_kek_ring
-from nmc.peppers import PURPOSE_DVREF, PURPOSE_PAYLOAD, new_peppers
+from nmc.feed.feed_cursor import PURPOSE_CURSOR
 from nmc.queries import QUERIES
-from nmc.webhook_signing import new_signing_ring, parse_signing_ring, write_public_keys
-from nmc.webhook_validatie import Adresbeleid, Validatie, validate_now
+from nmc.signing.afleverbewijs_signing import new_afleverbewijs_ring
+from nmc.signing.webhook_signing import new_signing_ring, parse_signing_ring, write_public_keys
 
 DEV_ISSUER = "https://iam.nmc.localhost"
 DEV_AUDIENCE = "nmc"
@@ -115,7 +115,7 @@ def onboard_dv(
     notify_environ: Mapping[str, str] | None = None,
 ) -> Onboarding:
     """Create or update the DV described in `path`, then validate its webhook when its
-    current URL has not passed yet (nmc.webhook_validatie) and record it.
+    current URL has not passed yet (nmc.adapters.webhook_validatie) and record it.
 
     First every berichttype's NotifyNL template is read with its Notify service's key
     (`notify_environ`: NMC_NOTIFYNL_URL and the keys, default the process environment): a

@@ -19,11 +19,11 @@ from typing import Any
 import psycopg
 
 from nmc.config import Settings
+from nmc.crypto.kek_ring import KekRing, UnknownKekError
+from nmc.crypto.sealing import DecryptionError, rewrap
 from nmc.database import connect, connection_url
 from nmc.errors import NmcError
-from nmc.kek_ring import KekRing, UnknownKekError
 from nmc.queries import QUERIES
-from nmc.sealing import DecryptionError, rewrap
 
 REWRAP_BATCH = 500
 

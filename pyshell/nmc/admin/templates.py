@@ -24,7 +24,7 @@ from nmc.adapters.notifynl import NotifyKeysError, NotifyNL, load_notify_keys
 from nmc.config import Settings
 from nmc.database import connect, connection_url
 from nmc.errors import NmcError
-from nmc.notifynl_templates import GELEZEN, Lezing, lees_template
+from nmc.notifynl.notifynl_templates import GELEZEN, Lezing, lees_template
 from nmc.queries import QUERIES
 from nmc.worker.config import DEFAULT_NOTIFYNL_URL
 

@@ -22,10 +22,7 @@ from starlette.types import ASGIApp
 
 from nmc import settings_env, tracing
 from nmc.adapters.ldv import FileSink, HttpSink, Sink
-from nmc.afleverbewijs_signing import load_afleverbewijs_ring
 from nmc.api import routes_bewijs, routes_callback, routes_feed, routes_notificaties, routes_ops
-from nmc.api.auth import AuthSettings, BearerVerifier
-from nmc.api.auth_errors import JwksUnavailable
 from nmc.api.db import POOL_OPEN_TIMEOUT_SECONDS, DbClock, DvRegister, new_pool
 from nmc.api.metrics import HttpMetrics
 from nmc.api.middleware import ResponseHeadersMiddleware
@@ -37,14 +34,17 @@ from nmc.api.services import Services, VerifiedTokens, services_of
 from nmc.api.settings import ApiSettings
 from nmc.api.sse import StreamSlots
 from nmc.api.verstrekking_ldv import VerstrekkingLdv
-from nmc.cloudevents import PLACEHOLDER_OIN
+from nmc.auth.bearer import AuthSettings, BearerVerifier
+from nmc.auth.errors import JwksUnavailable
+from nmc.crypto.kek_ring import load_kek_ring
+from nmc.crypto.peppers import PURPOSE_PAYLOAD, load_peppers
 from nmc.errors import NmcError
-from nmc.feed_cursor import CursorCodec
-from nmc.kek_ring import load_kek_ring
-from nmc.peppers import PURPOSE_PAYLOAD, load_peppers
+from nmc.feed.cloudevents import PLACEHOLDER_OIN
+from nmc.feed.feed_cursor import CursorCodec
+from nmc.signing.afleverbewijs_signing import load_afleverbewijs_ring
+from nmc.signing.webhook_signing import load_public_keys, load_signing_ring
 from nmc.tracing import api as tracing_api
 from nmc.tracing import worker as tracing_worker
-from nmc.webhook_signing import load_public_keys, load_signing_ring
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 Like the other validators: an unknown or repeated parameter is refused, every violation is
 listed, and no message repeats the value that was sent. Whether a cursor is ours (and the
-caller's) is the codec's judgement (`nmc.feed_cursor`), made in the handler.
+caller's) is the codec's judgement (`nmc.feed.feed_cursor`), made in the handler.
 """
 
 import re
@@ -16,7 +16,7 @@ from nmc.api.validation import (
     unknown_member,
     violation,
 )
-from nmc.cursor_codec import MAX_TOKEN_CHARS
+from nmc.feed.cursor_codec import MAX_TOKEN_CHARS
 
 FEED_LIMIET_MAX = 10_000
 """The query's upper bound; the database caps a page at the DV's feedMaxPagina."""

@@ -23,10 +23,10 @@ from nmc import sql_calls, sqlstates
 from nmc.api.ids import new_notificatie_ids
 from nmc.api.services import Services
 from nmc.api.validation import recipient_of
-from nmc.canonical_json import berichtgegevens_json, canonical_payload, payload_hash
-from nmc.notifynl_templates import namen_van
-from nmc.peppers import PURPOSE_DVREF, PURPOSE_PAYLOAD, dvref_hmac_many, payload_hmac_many
-from nmc.sealing import seal_many
+from nmc.crypto.peppers import PURPOSE_DVREF, PURPOSE_PAYLOAD, dvref_hmac_many, payload_hmac_many
+from nmc.crypto.sealing import seal_many
+from nmc.notifynl.notifynl_templates import namen_van
+from nmc.signing.canonical_json import berichtgegevens_json, canonical_payload, payload_hash
 
 T = TypeVar("T")
 
@@ -66,7 +66,7 @@ class IntakeCall:
     span_ids: list[str | None] = field(metadata=per_item("span_id"))
     diensten: list[str | None] = field(metadata=per_item("dienst"))
     # Each item's berichtgegevens names, normalized as NotifyNL matches them and
-    # space-separated (nmc.notifynl_templates.namen_van): the intake holds them against the
+    # space-separated (nmc.notifynl.notifynl_templates.namen_van): the intake holds them against the
     # berichttype's template placeholders. Names only, never values.
     namen: list[str] = field(metadata=per_item("namen"))
     # While peppers rotate: each item's dvRef HMAC under every earlier live pepper version,

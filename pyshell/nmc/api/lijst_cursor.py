@@ -1,7 +1,7 @@
 """The opaque `cursor` of GET /notificaties?dvRef=: the position after the last row shown.
 
 Keyset pagination on (aangenomen_op, id), newest first (nmc.find_notificaties). The cursor
-is an open one of nmc.cursor_codec, kind 0x01: aangenomen_op as microseconds since the Unix
+is an open one of nmc.feed.cursor_codec, kind 0x01: aangenomen_op as microseconds since the Unix
 epoch (8 bytes, signed) | id (16 bytes). It only holds a position among the caller's own rows
 (every query is bounded to the caller's DV and dvRef HMACs), so it needs no signature; it is
 opaque so the format may change.
@@ -10,7 +10,7 @@ opaque so the format may change.
 import uuid
 from datetime import datetime
 
-from nmc.cursor_codec import Codec, InvalidCursor, Layout, from_micros, to_micros
+from nmc.feed.cursor_codec import Codec, InvalidCursor, Layout, from_micros, to_micros
 
 __all__ = ["InvalidCursor", "decode", "encode"]
 

@@ -1,8 +1,9 @@
-"""GET /metrics of the API: the database's counts (nmc.prometheus) and the API's own series.
+"""GET /metrics of the API: the database's counts (nmc.observability.prometheus) and the API's
+own series.
 
 The database-held counts come from one call of nmc.metrics() (SPEC §9), rendered by
-`nmc.prometheus.database_lines`, which the worker's /metrics uses too: (name, labels, value)
-rows, labels being kinds, statuses and DV ids, never personal data, plus the flag
+`nmc.observability.prometheus.database_lines`, which the worker's /metrics uses too: (name,
+labels, value) rows, labels being kinds, statuses and DV ids, never personal data, plus the flag
 `nmc_geen_contactgegevens_boven_drempel` per DV and `nmc_database_bereikbaar`.
 
 In process: `nmc_http_request_duration_seconds`, a histogram per method, route *template*
@@ -12,7 +13,7 @@ Each API process keeps its own histogram: scrape every process (one uvicorn work
 as deploy/ runs it).
 """
 
-from nmc.prometheus import (
+from nmc.observability.prometheus import (
     BUCKETS,
     PROMETHEUS_MEDIA_TYPE,
     Histogram,

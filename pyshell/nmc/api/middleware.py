@@ -7,10 +7,10 @@ Trace context: a valid `traceparent` on the request gives the trace id that is s
 notification (and handed on to every task); otherwise a new one is made. The response carries
 `traceparent` with that trace id and this server's span id.
 
-The access log (one JSON line per request, nmc.api.logs) names method, route template, status,
-duration and trace id; never the query string (it may hold a dvRef) and never a header value.
-The same request feeds the latency histogram of GET /metrics (nmc.api.metrics), timed until the
-response head is sent.
+The access log (one JSON line per request, nmc.observability.logs) names method, route
+template, status, duration and trace id; never the query string (it may hold a dvRef) and never a
+header value. The same request feeds the latency histogram of GET /metrics (nmc.api.metrics), timed
+until the response head is sent.
 """
 
 import re
@@ -19,10 +19,10 @@ import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from nmc import tracing
-from nmc.api.logs import log_access
 from nmc.api.metrics import NO_ROUTE, HttpMetrics
 from nmc.api.openapi import API_VERSION, API_VERSION_HEADER
+from nmc.observability.logs import log_access
+from nmc import tracing
 from nmc.tracing import api as tracing_api
 
 SECURITY_HEADERS: tuple[tuple[str, str], ...] = (

@@ -23,8 +23,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from nmc import sqlstates
-from nmc.api.auth_errors import JwksUnavailable, Unauthenticated
 from nmc.api.validation import AddressRefused, ValidationFailed, Violation, violation
+from nmc.auth.errors import JwksUnavailable, Unauthenticated
 from nmc.status import NOTIFICATIE_STATUSES
 
 log = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ Receipts that arrive while a store is under way go together into the next
 callback is answered after that commit, exactly as if it had been stored alone. A lone
 receipt is stored at once (no timer, no added latency); under load the batches grow by
 themselves, which is what lets one API process keep up with NotifyNL's bursts. The
-batching itself is nmc.group_commit's, shared with the worker.
+batching itself is nmc.runtime.group_commit's, shared with the worker.
 
 A failed store fails every callback of its batch (503, so NotifyNL retries each one);
 nothing is answered 200 before it is committed.
@@ -19,7 +19,7 @@ from typing import Any
 
 from nmc import sql_calls
 from nmc.api import db
-from nmc.group_commit import GroupCommit
+from nmc.runtime.group_commit import GroupCommit
 
 MAX_BATCH = 500  # well below the function's limit of 1000; bounds one transaction
 MAX_IN_FLIGHT = 2  # stores under way at once: one waits on the database while one fills

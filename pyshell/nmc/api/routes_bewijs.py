@@ -2,13 +2,13 @@
 
 GET /api/nmc/v1/notificaties/{notificatieId}/afleverbewijs
     One call of nmc.get_afleverbewijs; the content is signed here as a JWS (RFC 7515, compact,
-    `application/jose`) with the proof ring (nmc.afleverbewijs_signing): claims `iss` (the
+    `application/jose`) with the proof ring (nmc.signing.afleverbewijs_signing): claims `iss` (the
     NMC, its event source), `sub` (the notification id), `iat` (when it was signed, this
     machine's clock), `uitgegevenDoor` (the same issuer) and the proof's own members.
     Verifiable offline with the JWKS at /.well-known/jwks.json.
 GET /api/nmc/v1/notificaties/{notificatieId}/geschiedenis?limiet=&cursor=
     One call of nmc.get_geschiedenis_v2: the same facts as plain JSON, a page at a time; the
-    page cursor is sealed to the notification and the DV (nmc.feed_cursor).
+    page cursor is sealed to the notification and the DV (nmc.feed.feed_cursor).
 
 Both within the caller's DV only (another DV's id is 404, as the SQL answers NM005), both
 served as long as the notification is kept, also after its data key is erased. Each proof and
@@ -26,7 +26,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from nmc import sql_calls
-from nmc.afleverbewijs_signing import MEDIA_TYPE
 from nmc.api.feed_query import INVALID_CURSOR, TOKEN_PATTERN
 from nmc.api.middleware import trace_id_of
 from nmc.api.openapi import BASE_PATH
@@ -40,11 +39,12 @@ from nmc.api.validation import (
     query_parameters,
     violation,
 )
-from nmc.feed_cursor import InvalidCursor
+from nmc.feed.feed_cursor import InvalidCursor
+from nmc.signing.afleverbewijs_signing import MEDIA_TYPE
 
 GESCHIEDENIS_LIMIET_DEFAULT = 100
 GESCHIEDENIS_LIMIET_MAX = 1000
-# The position after a history page, sealed to the notification (nmc.feed_cursor): opaque
+# The position after a history page, sealed to the notification (nmc.feed.feed_cursor): opaque
 # like the feed's cursor. Whether it is ours, and this notification's, is the codec's judgement.
 GESCHIEDENIS_CURSOR_PATTERN = TOKEN_PATTERN
 _CURSOR = re.compile(GESCHIEDENIS_CURSOR_PATTERN.replace("^", r"\A").replace("$", r"\Z"))

@@ -6,8 +6,8 @@ nmc.snapshot_notificaties, nmc.resume_webhook, nmc.set_webhook_positie; with a r
 page is two, see
 nmc.api.replica); the rules (watermark, cursor expiry, call rate,
 forward-only acknowledgement) are those functions'. The shell seals positions into opaque
-cursors (nmc.feed_cursor), turns events into CloudEvents (nmc.cloudevents) and writes the LDV
-record of each page before it leaves (nmc.api.verstrekking_ldv).
+cursors (nmc.feed.feed_cursor), turns events into CloudEvents (nmc.feed.cloudevents) and
+writes the LDV record of each page before it leaves (nmc.api.verstrekking_ldv).
 """
 
 import uuid
@@ -39,8 +39,8 @@ from nmc.api.routing import provision_route
 from nmc.api.services import Services, caller, services_of
 from nmc.api.sse import EventStreamResponse, FeedStream
 from nmc.api.validation import Location, ValidationFailed, no_query_parameters, violation
-from nmc.cloudevents import to_cloudevent
-from nmc.feed_cursor import InvalidCursor, Position
+from nmc.feed.cloudevents import to_cloudevent
+from nmc.feed.feed_cursor import InvalidCursor, Position
 
 ACK_BODY_LIMIT = 4096
 ACK_RESULT_HEADER = "Nmc-Bevestiging"

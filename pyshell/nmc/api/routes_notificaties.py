@@ -39,7 +39,7 @@ from nmc.api.validation import (
     validate_lijst_query,
     violation,
 )
-from nmc.peppers import dvref_hmacs_all
+from nmc.crypto.peppers import dvref_hmacs_all
 
 # SQLSTATEs whose DETAIL is the 0-based index of the offending item, and the field it names.
 ITEM_FIELDS = {

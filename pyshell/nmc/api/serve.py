@@ -1,9 +1,10 @@
 """`nmc api`: serve the DV API with uvicorn.
 
 uvicorn's own access log is off: it prints the query string, which may hold a dvRef. The app
-logs its own access lines without it, as JSON (nmc.api.middleware, nmc.api.logs); uvicorn's
-other messages are JSON lines too. SSE streams end by themselves (NMC_API_SSE_MAX_SECONDS);
-on shutdown uvicorn waits at most GRACEFUL_SHUTDOWN_SECONDS for them before closing.
+logs its own access lines without it, as JSON (nmc.api.middleware, nmc.observability.logs);
+uvicorn's other messages are JSON lines too. SSE streams end by themselves
+(NMC_API_SSE_MAX_SECONDS); on shutdown uvicorn waits at most GRACEFUL_SHUTDOWN_SECONDS for them
+before closing.
 
 The request head is bounded below the app (NMC_API_MAX_HEADER_BYTES, NMC_API_MAX_HEADERS):
 with httptools by nmc.api.http_limits (431), with h11 by its incomplete-event limit (400).
@@ -15,8 +16,8 @@ from typing import Any
 
 import uvicorn
 
-from nmc.api.logs import log_config
 from nmc.api.settings import HeadLimits
+from nmc.observability.logs import log_config
 
 APP_FACTORY = "nmc.api.app:create_app"
 # By name: each worker process imports it (and httptools) itself.

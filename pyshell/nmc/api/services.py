@@ -6,18 +6,18 @@ from dataclasses import dataclass, field
 
 from starlette.requests import Request
 
-from nmc.afleverbewijs_signing import AfleverbewijsRing
-from nmc.api.auth import LEEWAY_SECONDS, BearerVerifier, Principal
-from nmc.api.auth_errors import Unauthenticated
 from nmc.api.db import DbClock, Dienstverlener, DvRegister, Pool
 from nmc.api.problems import forbidden
 from nmc.api.receipt_batcher import ReceiptBatcher
 from nmc.api.settings import ApiSettings
 from nmc.api.sse import StreamSlots
 from nmc.api.verstrekking_ldv import VerstrekkingLdv
-from nmc.feed_cursor import CursorCodec
-from nmc.kek_ring import KekRing
-from nmc.peppers import PURPOSE_DVREF, Peppers
+from nmc.auth.bearer import LEEWAY_SECONDS, BearerVerifier, Principal
+from nmc.auth.errors import Unauthenticated
+from nmc.crypto.kek_ring import KekRing
+from nmc.crypto.peppers import PURPOSE_DVREF, Peppers
+from nmc.feed.feed_cursor import CursorCodec
+from nmc.signing.afleverbewijs_signing import AfleverbewijsRing
 
 
 class VerifiedTokens:
@@ -81,7 +81,7 @@ class Services:
     jwks_json: bytes = field(repr=False)
     # The read-only pool of NMC_API_REPLICA_DATABASE_URL (nmc.api.replica); None: the primary.
     replica: Pool | None = field(default=None, repr=False)
-    # The delivery-proof signing ring (nmc.afleverbewijs_signing); None: proofs answer 503.
+    # The delivery-proof signing ring (nmc.signing.afleverbewijs_signing); None: proofs answer 503.
     afleverbewijs: AfleverbewijsRing | None = field(default=None, repr=False)
 
     @property

@@ -27,7 +27,7 @@ NMC_NOTIFYNL_CALLBACK_TOKEN    the bearer token NotifyNL sends on its callbacks;
                                callback answers 503 (NotifyNL then retries)
 
 The feed, the webhook keys and operations:
-NMC_OIN                        the NMC's own OIN, for the event source (see nmc.cloudevents)
+NMC_OIN                        the NMC's own OIN, for the event source (see nmc.feed.cloudevents)
 NMC_API_EVENT_SOURCE           the CloudEvents `source` (default urn:nld:oin:<NMC_OIN>:systeem:nmc)
 NMC_API_SSE_POLL_SECONDS       how often an open SSE stream looks for new events (1)
 NMC_API_SSE_KEEPALIVE_SECONDS  a `: keep-alive` comment after this much silence (15)
@@ -41,10 +41,12 @@ NMC_LDV_URL / NMC_LDV_FILE     the LDV sink, as for the worker (default $NMC_HOM
 NMC_WEBHOOK_PUBLIC_KEYS_FILE   the webhook ring's public JWKS, published; the API holds no webhook
                                private key (NMC_WEBHOOK_SIGNING_KEYS_FILE: the old way, warned)
 NMC_AFLEVERBEWIJS_SIGNING_KEYS_FILE  the delivery-proof signing ring: the API signs proofs
-                               and publishes its keys, retired ones too (nmc.afleverbewijs_signing)
+                               and publishes its keys, retired ones too
+                               (nmc.signing.afleverbewijs_signing)
 
-Also read at start-up, by their own modules: NMC_KEK_FILE (nmc.kek_ring), NMC_PEPPERS(_FILE)
-(nmc.peppers), NMC_OAUTH_* (auth), NMC_WEBHOOK_PUBLIC_KEYS_FILE (nmc.webhook_signing).
+Also read at start-up, by their own modules: NMC_KEK_FILE (nmc.crypto.kek_ring),
+NMC_PEPPERS(_FILE) (nmc.crypto.peppers), NMC_OAUTH_* (auth), NMC_WEBHOOK_PUBLIC_KEYS_FILE
+(nmc.signing.webhook_signing).
 """
 
 import os
@@ -55,10 +57,14 @@ from pathlib import Path
 from nmc import settings_env
 from nmc.api.openapi import DEFAULT_SERVER_URL
 from nmc.api.problems import DEFAULT_BASE_URI
-from nmc.cloudevents import event_source
-from nmc.config import Settings
+from nmc.config import (
+    DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL,
+    Settings,
+    geen_contactgegevens_drempel,
+)
 from nmc.database import connection_url
 from nmc.errors import NmcError
+from nmc.feed.cloudevents import event_source
 
 DEFAULT_MAX_BODY_BYTES = 64 * 1024
 # Seconds: a DV polling the feed sees a change this much later at worst; beyond, the
@@ -66,8 +72,7 @@ DEFAULT_MAX_BODY_BYTES = 64 * 1024
 DEFAULT_REPLICA_MAX_LAG_SECONDS = 10.0
 # 1000 items with their berichtgegevens (16 KiB each at most) fit; larger batches are split.
 DEFAULT_MAX_BATCH_BODY_BYTES = 16 * 1024 * 1024
-DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL = 0.3
-# A bearer token of the largest size the verifier reads (16 KiB, nmc.api.auth) fits four
+# A bearer token of the largest size the verifier reads (16 KiB, nmc.auth.bearer) fits four
 # times over; nginx allows 32 KiB, Apache 100 fields.
 DEFAULT_MAX_HEADER_BYTES = 64 * 1024
 DEFAULT_MAX_HEADERS = 100
@@ -175,13 +180,6 @@ class ApiSettings:
             ldv_file=settings_env.path(env, "NMC_LDV_FILE")
             or Settings.from_env(env).home / "ldv.jsonl",
         )
-
-
-def geen_contactgegevens_drempel(env: Mapping[str, str]) -> float:
-    """NMC_GEEN_CONTACTGEGEVENS_DREMPEL: a share between 0 and 1 (default 0.3)."""
-    return settings_env.share(
-        env, "NMC_GEEN_CONTACTGEGEVENS_DREMPEL", DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL
-    )
 
 
 def _sse_seconds(env: Mapping[str, str], name: str, default: float) -> float:

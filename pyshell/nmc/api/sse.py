@@ -36,8 +36,8 @@ from starlette.types import Receive, Scope, Send
 from nmc import sqlstates
 from nmc.api.problems import Problem, rate_limited, service_unavailable
 from nmc.api.settings import SseSettings
-from nmc.cloudevents import to_cloudevent
-from nmc.feed_cursor import CursorCodec, Position
+from nmc.feed.cloudevents import to_cloudevent
+from nmc.feed.feed_cursor import CursorCodec, Position
 
 RETRY_MILLISECONDS = 2000
 STREAM_RETRY_AFTER_SECONDS = 5

@@ -15,7 +15,7 @@ holds no character of Unicode category C (control, format, surrogate, private us
 unassigned) or Z (separators) other than the plain space U+0020, which is exactly what
 `str.isprintable` accepts: two dvRefs that look the same are the same dvRef.
 
-An e-mail address NotifyNL would refuse (nmc.notifynl_email) is an `AddressRefused`, a 422:
+An e-mail address NotifyNL would refuse (nmc.notifynl.notifynl_email) is an `AddressRefused`, a 422:
 the request has the right shape but could not be sent; alongside a violation of the shape it
 is listed in the 400 as well.
 
@@ -37,7 +37,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any, Literal, TypedDict, cast
 
-from nmc.notifynl_email import refused_by_notifynl
+from nmc.notifynl.notifynl_email import refused_by_notifynl
 
 Location = Literal["body", "query", "path", "header"]
 
@@ -58,7 +58,7 @@ class ValidationFailed(Exception):
 
 class AddressRefused(ValidationFailed):
     """The request has the right shape, but NotifyNL would refuse one or more of its e-mail
-    addresses (nmc.notifynl_email): a 422, not a 400 (SPEC §7 intake)."""
+    addresses (nmc.notifynl.notifynl_email): a 422, not a 400 (SPEC §7 intake)."""
 
 
 ADDRESS_REFUSED_MESSAGE = "wordt door NotifyNL geweigerd"
@@ -307,7 +307,7 @@ def recipient_of(canonical: Mapping[str, Any]) -> str:
 def is_valid_email(address: str) -> bool:
     """A practical RFC 5322 subset: dot-atom local part, a dotted domain, at most 254 characters.
 
-    The NMC's own form of an address. It is not NotifyNL's rule (nmc.notifynl_email), which
+    The NMC's own form of an address. It is not NotifyNL's rule (nmc.notifynl.notifynl_email), which
     the intake checks first: it refuses some addresses NotifyNL takes, and takes a few
     NotifyNL refuses (three hyphens in a row in a label, say).
     """

@@ -22,7 +22,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from nmc.api.auth_errors import JwksUnavailable
+from nmc.auth.errors import JwksUnavailable
 from nmc.console import views
 from nmc.console.auth import OperatorVerifier
 from nmc.console.settings import ConsoleSettings

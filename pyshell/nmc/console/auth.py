@@ -1,6 +1,6 @@
 """Who may use the console: operators with a token of the DV API's own IAM.
 
-The console verifies every request's token itself, against the IAM's JWKS (nmc.api.auth: the
+The console verifies every request's token itself, against the IAM's JWKS (nmc.auth.bearer: the
 algorithms, the key, iss, exp and nbf), with an audience of its own, and reads the roles from
 a claim. It never trusts an identity a proxy asserts in a header of its own: a token comes
 either from the platform's authenticating proxy as `Authorization: Bearer …` (the proxy does
@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from nmc.api.auth import BearerVerifier
-from nmc.api.auth_errors import Unauthenticated
+from nmc.auth.bearer import BearerVerifier
+from nmc.auth.errors import Unauthenticated
 from nmc.console.settings import ConsoleSettings
 
 COOKIE = "nmc_console"

@@ -7,7 +7,7 @@ the platform's authenticating proxy (docs/console.md). Log lines are JSON, as th
 
 import uvicorn
 
-from nmc.api.logs import log_config
+from nmc.observability.logs import log_config
 
 APP_FACTORY = "nmc.console.app:create_app"
 DEFAULT_PORT = 8090

@@ -4,7 +4,7 @@ NMC_CONSOLE_DATABASE_URL     the console's database (default: `nmc db url --role
 NMC_CONSOLE_OAUTH_AUDIENCE   the `aud` an operator's token must carry (required): a token for
                              the DV API (NMC_OAUTH_AUDIENCE) is no console token
 NMC_OAUTH_ISSUER, NMC_OAUTH_JWKS_URL / NMC_OAUTH_JWKS_FILE
-                             the same IAM as the DV API's (nmc.api.auth)
+                             the same IAM as the DV API's (nmc.auth.bearer)
 NMC_CONSOLE_ROLE_CLAIM       the claim holding the roles (default `roles`; a list or a
                              space-separated string; a dotted path such as
                              `realm_access.roles` reads a nested claim)
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from nmc import settings_env
-from nmc.api.auth import AuthSettings
+from nmc.auth.bearer import AuthSettings
 from nmc.config import Settings
 from nmc.database import connection_url
 from nmc.errors import NmcError

@@ -24,7 +24,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from nmc import sql_calls, sqlstates
-from nmc.api.auth_errors import JwksUnavailable, Unauthenticated
+from nmc.auth.errors import JwksUnavailable, Unauthenticated
 from nmc.console.auth import (
     COOKIE,
     Forbidden,

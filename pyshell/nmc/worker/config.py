@@ -18,18 +18,19 @@ NMC_WORKER_METRICS_PORT   the port of the worker's /metrics and /health/* (defau
                           0 picks a free port); `--metrics-port` overrides it
 NMC_WORKER_METRICS_HOST   the address it binds (default 127.0.0.1; 0.0.0.0 in a pod)
 NMC_GEEN_CONTACTGEGEVENS_DREMPEL  as for the API: the flag in /metrics (0.3)
-NMC_KEK_FILE, NMC_PEPPERS / NMC_PEPPERS_FILE   as for the API (nmc.kek_ring, nmc.peppers);
+NMC_KEK_FILE, NMC_PEPPERS / NMC_PEPPERS_FILE   as for the API (nmc.crypto: kek_ring, peppers);
                           the peppers also key the `Nmc-Cursor` of webhook calls, so they must
                           be the API's
-NMC_WEBHOOK_SIGNING_KEYS_FILE  the webhook signing ring, as for the API (nmc.webhook_signing);
+NMC_WEBHOOK_SIGNING_KEYS_FILE  the webhook signing ring, as for the API
+                          (nmc.signing.webhook_signing);
                           unset: the worker does not run `terugkoppelen` (warned at start)
 NMC_WEBHOOK_ISSUER        the `iss` of webhook tokens (default: the event source)
-NMC_WEBHOOK_ORIGIN        the NMC's origin in the webhook handshake (nmc.webhook_validatie)
+NMC_WEBHOOK_ORIGIN        the NMC's origin in the webhook handshake (nmc.adapters.webhook_validatie)
 NMC_WEBHOOK_TOEGESTANE_NETWERKEN  non-public networks (CIDRs) a webhook or an https: beheer
                           channel may point into after all (default none: loopback, link-local
                           and private targets are refused); an http: beheer channel is sent
                           only into these networks
-NMC_OIN / NMC_API_EVENT_SOURCE  the CloudEvents `source`, as for the API (nmc.cloudevents)
+NMC_OIN / NMC_API_EVENT_SOURCE  the CloudEvents `source`, as for the API (nmc.feed.cloudevents)
 """
 
 import os
@@ -43,13 +44,12 @@ from nmc.adapters.notifynl import (
     read_notify_keys,
     single_notify_key,
 )
-from nmc.api.settings import DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL, geen_contactgegevens_drempel
-from nmc.cloudevents import event_source
-from nmc.config import Settings
+from nmc.adapters.webhook_validatie import ALLOWED_NETWORKS_ENV, Adresbeleid, origin_from_env
+from nmc.config import DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL, Settings, geen_contactgegevens_drempel
 from nmc.database import connection_url
 from nmc.errors import NmcError
-from nmc.webhook_signing import issuer
-from nmc.webhook_validatie import ALLOWED_NETWORKS_ENV, Adresbeleid, origin_from_env
+from nmc.feed.cloudevents import event_source
+from nmc.signing.webhook_signing import issuer
 
 KINDS = (
     "verzenden",

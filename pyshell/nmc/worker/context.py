@@ -12,16 +12,16 @@ from dataclasses import dataclass, field
 
 import psycopg
 
-from nmc import kek_ring, sealing
 from nmc.adapters.beheerkanaal import BeheerkanaalClient
 from nmc.adapters.http import Deferral, LimitReached, UnexpectedResponse
 from nmc.adapters.ldv import Ldv
 from nmc.adapters.notifynl import NotifyNL
 from nmc.adapters.profielservice import Profielservice
 from nmc.adapters.webhook import WebhookClient
-from nmc.api.settings import DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL
-from nmc.group_commit import Flush, GroupCommit
-from nmc.webhook_validatie import WebhookValidator
+from nmc.adapters.webhook_validatie import WebhookValidator
+from nmc.config import DEFAULT_GEEN_CONTACTGEGEVENS_DREMPEL
+from nmc.crypto import kek_ring, sealing
+from nmc.runtime.group_commit import Flush, GroupCommit
 from nmc.worker.claims import Ongeldigtaak, Verzendtaak
 from nmc.worker.db import Database, StaleClaim
 from nmc.worker.logs import event
@@ -64,7 +64,7 @@ class Context:
     def group_commit(
         self, name: str, flush: Flush, max_in_flight: int = GROUP_MAX_IN_FLIGHT
     ) -> GroupCommit:
-        """This process's group commit `name` (nmc.group_commit), made on first use."""
+        """This process's group commit `name` (nmc.runtime.group_commit), made on first use."""
         group = self._groups.get(name)
         if group is None:
             group = self._groups[name] = GroupCommit(

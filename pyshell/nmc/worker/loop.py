@@ -32,14 +32,14 @@ from nmc.adapters.beheerkanaal import BeheerkanaalClient
 from nmc.adapters.notifynl import NotifyNL
 from nmc.adapters.profielservice import Profielservice
 from nmc.adapters.webhook import WebhookClient
+from nmc.adapters.webhook_validatie import Adresbeleid, WebhookValidator
+from nmc.crypto.kek_ring import KekRing, kek_ring
+from nmc.crypto.peppers import Peppers, load_peppers
 from nmc.errors import NmcError
-from nmc.feed_cursor import CursorCodec
-from nmc.kek_ring import KekRing, kek_ring
-from nmc.peppers import Peppers, load_peppers
+from nmc.feed.feed_cursor import CursorCodec
+from nmc.signing.webhook_signing import SigningRing, load_signing_ring
 from nmc.tracing import configure_from_env as configure_tracing
 from nmc.tracing import worker as tracing
-from nmc.webhook_signing import SigningRing, load_signing_ring
-from nmc.webhook_validatie import Adresbeleid, WebhookValidator
 from nmc.worker import (
     beheerrapport,
     controle,

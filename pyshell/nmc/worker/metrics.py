@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 
 import httpx
 
-from nmc.prometheus import Histogram, family
+from nmc.observability.prometheus import Histogram, family
 
 WEBHOOK = "webhook"
 _WORD = re.compile(r"\A[a-z0-9][a-z0-9-]{0,39}\Z")

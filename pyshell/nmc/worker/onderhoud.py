@@ -11,7 +11,7 @@ runs it and no deployment needs a worker of its own for it.
   nmc.finish_herwrap. The data ciphertexts are not touched.
 * `templates`: the berichttypen's NotifyNL templates. nmc.claim_template_verversen names the
   templates due for a read; each is read here with its Notify service's key (GET
-  /v2/template/{id}, nmc.notifynl_templates) and recorded with nmc.record_template, which
+  /v2/template/{id}, nmc.notifynl.notifynl_templates) and recorded with nmc.record_template, which
   decides what the answer means (a 404 makes the berichttype unavailable); then
   nmc.finish_template_verversen plans the next run (every 15 minutes by default, at once for
   a template nmc.markeer_template_verouderd marked).
@@ -23,9 +23,9 @@ re-wrap: list, then store)."""
 import logging
 import time
 
-from nmc.kek_ring import UnknownKekError
-from nmc.notifynl_templates import GELEZEN, lees_template
-from nmc.sealing import DecryptionError, rewrap
+from nmc.crypto.kek_ring import UnknownKekError
+from nmc.crypto.sealing import DecryptionError, rewrap
+from nmc.notifynl.notifynl_templates import GELEZEN, lees_template
 from nmc.worker.claims import Taak
 from nmc.worker.context import Context, settle
 from nmc.worker.logs import event

@@ -12,8 +12,8 @@ JSON logs must stay the only ones. A request head above 8 KiB, or one that does 
 within 5 s, closes the connection; so does a client that does not read the answer in 5 s.
 
 /metrics: one call of nmc.metrics() as nmc_worker, rendered by the same code as the API's
-(nmc.prometheus), then the worker's own series (nmc.worker.metrics). When the database does
-not answer the scrape still succeeds, with `nmc_database_bereikbaar 0`.
+(nmc.observability.prometheus), then the worker's own series (nmc.worker.metrics). When the
+database does not answer the scrape still succeeds, with `nmc_database_bereikbaar 0`.
 /health/live: 200 while the event loop serves (no database call).
 /health/ready: 200 when nmc.now() answers as nmc_worker and every function the worker's queries
 call exists and is its to execute (queries.sql `worker_ready`, the names derived from the
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg_pool import PoolTimeout
 
-from nmc.prometheus import PROMETHEUS_MEDIA_TYPE, database_lines, render
+from nmc.observability.prometheus import PROMETHEUS_MEDIA_TYPE, database_lines, render
 from nmc.queries import worker_functions
 from nmc.worker.db import Database
 from nmc.worker.logs import event

@@ -22,7 +22,7 @@ is also how a webhook recorded as `bestaand` (in use before validation existed, 
 checked) meets the check at its next delivery. A name that no longer resolves is a failed
 delivery.
 
-Before the first delivery to a URL the webhook must be validated (nmc.webhook_validatie: no
+Before the first delivery to a URL the webhook must be validated (nmc.adapters.webhook_validatie: no
 loopback, link-local or private target unless allowed, and the CloudEvents handshake).
 `nmc admin dv apply` validates a new URL; a task whose URL is not validated yet (the apply's
 try failed, or it came by another way) is claimed without a batch, validated here, the outcome
@@ -47,8 +47,8 @@ import secrets
 import time
 
 from nmc.adapters.http import Deferral
+from nmc.adapters.webhook_validatie import ADRES_GEWEIGERD, Validatie
 from nmc.tracing import worker as tracing
-from nmc.webhook_validatie import ADRES_GEWEIGERD, Validatie
 from nmc.worker.claims import Terugkoppeltaak
 from nmc.worker.context import Context, Failure, settle
 from nmc.worker.logs import event

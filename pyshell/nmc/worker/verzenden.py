@@ -1,6 +1,6 @@
 """Send tasks (`verzenden`): look up the preference if centraal, send through NotifyNL, and
 report the outcome word to nmc.finish_verzenden. An address NotifyNL's rule refuses
-(nmc.notifynl_email) is `ongeldig-adres` without the call, as its 400 would be.
+(nmc.notifynl.notifynl_email) is `ongeldig-adres` without the call, as its 400 would be.
 
 A refused send (the adapter classifies NotifyNL's answer, notifynl-contract.md, Errors) is
 reported by its kind: the recipient's address (`ongeldig-adres`) and a request NotifyNL
@@ -12,7 +12,7 @@ re-claim (`herclaim`) first asks NotifyNL by reference whether the earlier try g
 only when nothing is found does it send again (or, past geldig_tot, report `verlopen`).
 Each external call is preceded by a lease extension and an LDV record.
 
-Lease extensions and outcomes are group-committed (nmc.group_commit): the extensions of
+Lease extensions and outcomes are group-committed (nmc.runtime.group_commit): the extensions of
 calls that start together share one nmc.extend_leases call, and the outcomes that arrive
 while a commit is under way share the next nmc.finish_verzenden_batch call. A task counts
 as finished only once the call that carried its outcome has returned; an item the
@@ -28,7 +28,7 @@ from nmc import sqlstates
 from nmc.adapters import ldv
 from nmc.adapters.notifynl import CONFIGURATIE, Accepted, Refused
 from nmc.adapters.profielservice import split_identificatie
-from nmc.notifynl_email import refused_by_notifynl
+from nmc.notifynl.notifynl_email import refused_by_notifynl
 from nmc.worker.claims import Verzendtaak
 from nmc.worker.context import Context, Failure, open_sealed, settle
 from nmc.worker.db import StaleClaim

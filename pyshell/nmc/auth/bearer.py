@@ -1,7 +1,7 @@
 """OAuth2 bearer verification for the DV API (and the operator console).
 
 A DV calls with a JWT from the MOZa IAM gateway carrying its OIN (SPEC §7). The verifier checks
-the signature against the IAM's JWKS (nmc.api.jwks_cache), then iss, aud, exp and nbf (30 s
+the signature against the IAM's JWKS (nmc.auth.jwks_cache), then iss, aud, exp and nbf (30 s
 leeway), and takes the OIN from a configurable claim. Only RS256, PS256 and ES256 are accepted:
 never `none`, never an HMAC algorithm (the classic attack signs an HS256 token with the public
 key as secret), and the key type must fit the algorithm.
@@ -15,7 +15,7 @@ Settings (environment):
   NMC_OAUTH_JWKS_REFETCH_SECONDS  least time between two fetches caused by unknown `kid`s (60)
   NMC_OAUTH_JWKS_MAX_AGE_SECONDS  keys older than this are refreshed before use (3600)
 
-Failures are typed (nmc.api.auth_errors): `Unauthenticated` (the caller's token; becomes 401
+Failures are typed (nmc.auth.errors): `Unauthenticated` (the caller's token; becomes 401
 with a short reason that holds no personal data) and `JwksUnavailable` (the keys cannot be
 had; a server-side failure, not the caller's). Tokens are never logged. The development-only
 token issuer, which signs tokens this verifier accepts, is nmc.admin.dev_iam.
@@ -33,8 +33,8 @@ import httpx
 import jwt
 
 from nmc import settings_env
-from nmc.api.auth_errors import AuthConfigError, Unauthenticated
-from nmc.api.jwks_cache import DEFAULT_MAX_AGE_SECONDS, DEFAULT_REFETCH_SECONDS, JwksCache
+from nmc.auth.errors import AuthConfigError, Unauthenticated
+from nmc.auth.jwks_cache import DEFAULT_MAX_AGE_SECONDS, DEFAULT_REFETCH_SECONDS, JwksCache
 
 ALLOWED_ALGORITHMS: tuple[str, ...] = ("RS256", "PS256", "ES256")
 LEEWAY_SECONDS = 30

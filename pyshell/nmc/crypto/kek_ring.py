@@ -1,4 +1,4 @@
-"""The KEK ring: the key-encryption keys that wrap each notificatie's data key (nmc.sealing).
+"""The KEK ring: the key-encryption keys that wrap each notificatie's data key (nmc.crypto.sealing).
 
 The ring is a JSON document `{"active": id, "keys": {id: base64 of 32 bytes}}` in the file
 named by NMC_KEK_FILE. The active KEK wraps new data keys; every KEK in the ring unwraps, so
@@ -19,8 +19,8 @@ from typing import Any
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from nmc import settings_env
+from nmc.crypto.secret_files import CryptoConfigError, decode_base64_secret, read_json_file
 from nmc.errors import NmcError
-from nmc.secret_files import CryptoConfigError, decode_base64_secret, read_json_file
 
 KEY_BYTES = 32
 

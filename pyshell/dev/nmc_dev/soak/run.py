@@ -35,9 +35,9 @@ from typing import TextIO
 import httpx
 
 from nmc.admin import onboarding as admin
-from nmc.cloudevents import event_source
 from nmc.config import Settings
 from nmc.errors import NmcError
+from nmc.feed.cloudevents import event_source
 from nmc.worker.config import KINDS
 from nmc_dev.demo.display import STATUSES, Display, table
 from nmc_dev.demo.watch import parse_metrics, pipeline_quiet

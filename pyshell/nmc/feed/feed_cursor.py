@@ -4,7 +4,7 @@ A feed position is (cluster epoch, xid, event id) plus the moment the NMC handed
 (`uitgegeven_op`, for the max cursor age). The DV sees it only as an opaque string; the
 API, and the worker on its webhook calls (`Nmc-Cursor`), make it with `CursorCodec`.
 
-Both are sealed cursors of nmc.cursor_codec. Byte layout, before base64url without padding:
+Both are sealed cursors of nmc.feed.cursor_codec. Byte layout, before base64url without padding:
 
     kind (1) | key id (2) | dv_id (4) | epoch (4) | xid (8, unsigned) | event id (8) |
     uitgegeven_op (8, microseconds since the Unix epoch) | [na (16, snapshot token only)] |
@@ -40,9 +40,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from nmc.cursor_codec import Codec, InvalidCursor, Keys, Layout, from_micros, to_micros
-from nmc.peppers import PURPOSE_DVREF, Peppers
-from nmc.secret_files import CryptoConfigError
+from nmc.crypto.peppers import PURPOSE_DVREF, Peppers
+from nmc.crypto.secret_files import CryptoConfigError
+from nmc.feed.cursor_codec import Codec, InvalidCursor, Keys, Layout, from_micros, to_micros
 
 __all__ = ["PURPOSE_CURSOR", "CursorCodec", "InvalidCursor", "Position"]
 

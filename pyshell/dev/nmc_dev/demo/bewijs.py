@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from nmc.cloudevents import event_source
+from nmc.feed.cloudevents import event_source
 from nmc_client import BewijsOngeldig, NmcClient, NmcClientError
 from nmc_dev.demo import scenario
 from nmc_dev.stack import LocalStack

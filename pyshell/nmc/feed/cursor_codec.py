@@ -12,7 +12,7 @@ carries neither and is only opaque. A token of another kind or length, or (seale
 unknown key or with a wrong tag, is refused alike: `InvalidCursor`.
 
 The list cursor (nmc.api.lijst_cursor) is open, the feed cursor and the snapshot page token
-(nmc.feed_cursor) are sealed.
+(nmc.feed.feed_cursor) are sealed.
 """
 
 import base64

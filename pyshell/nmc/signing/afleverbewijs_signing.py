@@ -5,7 +5,7 @@ compact serialization) signed by the NMC with ES256 (EC P-256) or RS256 (RSA >= 
 key named by `kid` in the header; anyone verifies it offline with the NMC's published JWKS
 (GET /.well-known/jwks.json) and a standard JOSE library.
 
-Why a ring of its own, not the webhook's (nmc.webhook_signing): a webhook token lives five
+Why a ring of its own, not the webhook's (nmc.signing.webhook_signing): a webhook token lives five
 minutes, so that ring drops an old key minutes after a rotation; a proof a DV saved must
 verify for as long as the NMC keeps the notification (the delivery-proof retention, 1 year),
 months after the key that signed it stopped signing. The two also have different holders:
@@ -46,7 +46,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from nmc import settings_env
 from nmc.errors import NmcError
-from nmc.webhook_signing import (
+from nmc.signing.webhook_signing import (
     SigningConfigError,
     SigningKey,
     new_signing_ring,
@@ -62,7 +62,7 @@ MEDIA_TYPE = "application/jose"  # RFC 7515 §9.2.1: the compact serialization
 # key is kept at least this long after it stopped signing.
 DEFAULT_RETIRED_KEEP = timedelta(days=366)
 _KID = re.compile(r"\A[A-Za-z0-9._:-]{1,64}\Z")
-# The ring mark of a published proof key (nmc.webhook_signing.KEY_USE_MEMBER): a DV's client
+# The ring mark of a published proof key (nmc.signing.webhook_signing.KEY_USE_MEMBER): a DV's client
 # verifies a proof only under a key so marked, never under a webhook key (which every worker
 # holds). A retired key also says when it stopped signing: the client takes it only for a
 # proof issued (`uitgegevenOp`) before then.

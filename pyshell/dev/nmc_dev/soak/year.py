@@ -39,13 +39,13 @@ import httpx
 import psycopg
 from psycopg import sql
 
+from nmc.adapters.webhook_validatie import ALLOWED_NETWORKS_ENV, Adresbeleid
 from nmc.admin import onboarding as admin
 from nmc.admin import operations as admin_ops
-from nmc.cloudevents import event_source
 from nmc.config import Settings
+from nmc.crypto.kek_ring import new_kek_ring
 from nmc.errors import NmcError
-from nmc.kek_ring import new_kek_ring
-from nmc.webhook_validatie import ALLOWED_NETWORKS_ENV, Adresbeleid
+from nmc.feed.cloudevents import event_source
 from nmc_client import NmcClient
 from nmc_dev.demo.display import Display
 from nmc_dev.embedded_db import EmbeddedCluster, Status

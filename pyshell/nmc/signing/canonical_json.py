@@ -2,10 +2,10 @@
 
 UTF-8 JSON with sorted keys, no whitespace and NFC-normalised strings; floats are refused,
 since they have more than one spelling. Three uses: the berichtgegevens plaintext that
-nmc.sealing encrypts (`berichtgegevens_json`), the request the payload HMAC of nmc.peppers is
-computed over (`canonical_payload`), and the unkeyed payload hash of rows from before the
-payload pepper (`payload_hash`). The intake runs this for every notificatie, hence the fast
-paths beside the general one.
+nmc.crypto.sealing encrypts (`berichtgegevens_json`), the request the payload HMAC of
+nmc.crypto.peppers is computed over (`canonical_payload`), and the unkeyed payload hash of
+rows from before the payload pepper (`payload_hash`). The intake runs this for every
+notificatie, hence the fast paths beside the general one.
 """
 
 import functools
@@ -15,7 +15,7 @@ import unicodedata
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from nmc.message_bytes import utf8
+from nmc.crypto.message_bytes import utf8
 
 _BERICHTGEGEVENS = "berichtgegevens"  # the request member that holds the berichtgegevens
 

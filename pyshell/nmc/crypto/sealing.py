@@ -37,9 +37,9 @@ from typing import NamedTuple
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from nmc.canonical_json import berichtgegevens_json
-from nmc.kek_ring import KEY_BYTES, KekRing, kek_ring
-from nmc.message_bytes import check_dv_id, utf8
+from nmc.crypto.kek_ring import KEY_BYTES, KekRing, kek_ring
+from nmc.crypto.message_bytes import check_dv_id, utf8
+from nmc.signing.canonical_json import berichtgegevens_json
 
 FORMAT_V1 = 0x01
 _FORMAT_V1_BYTE = bytes([FORMAT_V1])

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from nmc.api.auth_errors import JwksUnavailable
+from nmc.auth.errors import JwksUnavailable
 
 log = logging.getLogger(__name__)
 

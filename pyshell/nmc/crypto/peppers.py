@@ -31,9 +31,9 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.hmac import HMAC
 
 from nmc import settings_env
-from nmc.canonical_json import canonical_payload
-from nmc.message_bytes import check_dv_id, utf8
-from nmc.secret_files import CryptoConfigError, decode_base64_secret, read_json_file
+from nmc.crypto.message_bytes import check_dv_id, utf8
+from nmc.crypto.secret_files import CryptoConfigError, decode_base64_secret, read_json_file
+from nmc.signing.canonical_json import canonical_payload
 
 MIN_PEPPER_BYTES = 32
 

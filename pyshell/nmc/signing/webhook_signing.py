@@ -12,7 +12,7 @@ Keys are EC P-256 (signed ES256) or RSA of at least 2048 bits (RS256). The activ
 every key in the ring is published, so a rotation is: add the new key, publish (deploy), make
 it active, and remove the old one once the tokens it signed have expired (5 minutes).
 `nmc admin keys init` writes a dev ring. The JWT issuer is NMC_WEBHOOK_ISSUER, default the
-event source (nmc.cloudevents.event_source).
+event source (nmc.feed.cloudevents.event_source).
 
 The worker signs with `sign()`. The API publishes the ring's public keys only, from the file
 named by NMC_WEBHOOK_PUBLIC_KEYS_FILE (a JWKS, `load_public_keys`), which
@@ -42,8 +42,8 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
 from nmc import settings_env
-from nmc.cloudevents import event_source
 from nmc.errors import NmcError
+from nmc.feed.cloudevents import event_source
 
 MAX_LIFETIME_SECONDS = 300
 DEFAULT_LIFETIME_SECONDS = 120
