@@ -203,6 +203,9 @@ SELECT
     c.pogingen, c.herclaim
 FROM nmc.claim_taken(%(soort)s::nmc.taak_soort, %(eigenaar)s::text, %(batch)s::integer) AS c
 
+-- soorten_met_werk --
+SELECT nmc.soorten_met_werk(%(soorten)s::nmc.taak_soort []) AS soorten
+
 -- process_receipts --
 SELECT nmc.process_receipts(%(batch)s::integer) AS aantal
 
