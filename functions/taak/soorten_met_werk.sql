@@ -3,8 +3,8 @@
 -- only those with work run their claim: an idle kind's claim found nothing at a cost
 -- (planned per call) that was most of an idle stack's.
 
-CREATE OR REPLACE FUNCTION nmc.soorten_met_werk(p_soorten nmc.taak_soort [])
-RETURNS text []
+CREATE OR REPLACE FUNCTION nmc.soorten_met_werk(p_soorten nmc.taak_soort[])
+RETURNS text[]
 LANGUAGE sql
 STABLE
 SECURITY DEFINER
@@ -23,7 +23,7 @@ AS $$
         WHERE t.soort = s.soort AND t.staat = 'claimed' AND t.lease_tot < nu.nu
     )
 $$;
-COMMENT ON FUNCTION nmc.soorten_met_werk(nmc.taak_soort []) IS
+COMMENT ON FUNCTION nmc.soorten_met_werk(nmc.taak_soort[]) IS
 'Of the given task kinds, those with something to claim now (as nmc.lock_due_taken finds '
 'it: an open task due by nmc.now(), or a claimed one whose lease ran out), sorted. The '
 'worker''s look for work before it runs a kind''s claim: two index probes per kind.';
