@@ -175,11 +175,12 @@ def bench_callback(admin_url: str, attempts=5000, clients=64, workers=1, ceiling
             port = free_port()
             api = start_api(env, port, workers)
             requests = receipt_requests(f"http://127.0.0.1:{port}", token, sent)
-            api_cpu_before = process_cpu(api.pid)
+            api_cpu_before, db_cpu_before = process_cpu(api.pid), process_cpu(None)
             result = asyncio.run(
                 rawload.run(f"http://127.0.0.1:{port}", iter(requests), connections=clients)
             )
             api_cpu = process_cpu(api.pid) - api_cpu_before
+            db_cpu = process_cpu(None) - db_cpu_before
             if result.ok != len(requests):
                 raise SystemExit(f"callbacks answered {result.statuses}")
             latencies, elapsed = result.latencies, result.seconds
@@ -205,6 +206,8 @@ def bench_callback(admin_url: str, attempts=5000, clients=64, workers=1, ceiling
         "p50_ms": round(statistics.median(latencies) * 1000, 2),
         "p99_ms": round(latencies[int(len(latencies) * 0.99)] * 1000, 2),
         "api_cpu_ms": round(api_cpu / max(1, stored) * 1000, 3),
+        # PostgreSQL's (every PostgreSQL process here, bench_intake.process_cpu(None)).
+        "db_cpu_ms": round(db_cpu / max(1, stored) * 1000, 3),
         "clients": clients,
         "workers": workers,
         **({"ceiling": sql} if sql else {}),

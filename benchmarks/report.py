@@ -43,6 +43,7 @@ import psycopg
 from bench_callback import bench_callback
 from bench_fairness import bench_fairness
 from bench_intake import IntakeOptions, bench_intake
+from bench_lifecycle import FULL_CEILINGS, QUICK_CEILINGS, bench_lifecycle
 from bench_send import bench_budget, bench_claim, bench_drain, bench_engine
 
 from nmc.config import Settings
@@ -64,6 +65,7 @@ PRESETS: dict[str, dict[str, dict]] = {
         "feed": {"sizes": (100_000, 10_000_000), "samples": 200},
         "claim": {"sizes": (10_000, 1_000_000), "samples": 300},
         "engine": {"total": 200_000},
+        "lifecycle": {"count": 3000, "rate": 50.0, "idle_s": 60.0, "ceilings": FULL_CEILINGS},
     },
     "quick": {
         "intake": {"seconds": 2, "rounds": 1, "warm_up": 1000},
@@ -74,7 +76,10 @@ PRESETS: dict[str, dict[str, dict]] = {
         "feed": {"sizes": (10_000, 100_000), "samples": 50},
         "claim": {"sizes": (10_000, 100_000), "samples": 100},
         "engine": {"total": 20_000},
+        "lifecycle": {"count": 600, "rate": 50.0, "idle_s": 20.0, "ceilings": QUICK_CEILINGS},
     },
+    # No lifecycle in "tiny": it starts a cluster and a whole stack of its own (a minute and
+    # more), too long for the smoke test; a benchmark without sizes in a preset is skipped.
     "tiny": {
         "intake": {
             "seconds": 0.3,
@@ -195,6 +200,10 @@ DRAIN_SHARE = 0.3  # of the send path's SQL alone
 CALLBACK_SHARE = 0.1  # of nmc.store_receipts alone, grouped as the API groups
 FEED_FACTOR = 3  # times the plain read of the same page
 ENGINE_SHARE = 0.3  # of plain UPDATEs of the same rows
+# The whole life against the sum of its steps' own costs (13.5 ms per notification in the
+# demo was about 10x that sum): at most twice that sum.
+LIFECYCLE_FACTOR = 2
+IDLE_CORE_PERCENT = 1.0  # the idle stack's NMC processes together, % of one core
 
 
 def intake(admin_url: str, sizes: dict) -> tuple[dict, list[Row]]:
@@ -413,6 +422,47 @@ def engine(admin_url: str, sizes: dict) -> tuple[dict, list[Row]]:
     ]
 
 
+def lifecycle(admin_url: str, sizes: dict) -> tuple[dict, list[Row]]:
+    # Not on admin_url's cluster: on one of its own that loads pg_stat_statements.
+    r = bench_lifecycle(**sizes)
+    cpu = r["cpu_ms_per_notificatie"]["whole life"]
+    parts = ", ".join(f"{p} {cpu[p]:.2f}" for p in ("postgres", "api", "worker-1", "worker-2"))
+    idle = r["idle"]["core_percent"]
+    pickup = r["pickup_ms"]
+    return r, [
+        multiple_of_ceiling(
+            f"lifecycle: NMC CPU per notification ({short(r['notificaties'])} at "
+            f"{r['rate_per_s']:g}/s)",
+            r["nmc_cpu_ms_per_notificatie"],
+            r["step_sum_ms"],
+            LIFECYCLE_FACTOR,
+            "ms",
+            "the sum of its steps' own costs (intake, send, receipt; same run)",
+            f"ms: {parts}; the idle stack over the same time {r['idle_share_of_life_ms']:.2f}",
+        ),
+        at_most(
+            f"idle stack CPU over {idle_seconds(r)} s (API, workers, PostgreSQL)",
+            idle["nmc"],
+            IDLE_CORE_PERCENT,
+            "% core",
+            f"PostgreSQL {idle['postgres']:.2f}, API {idle['api']:.2f}, workers "
+            f"{idle['worker-1']:.2f} + {idle['worker-2']:.2f}",
+        ),
+        Row(
+            "pickup, 202 to the NotifyNL call (p50)",
+            pickup["p50"],
+            "ms",
+            "information (must not grow)",
+            detail=f"p99 {pickup['p99']} ms over {pickup['count']} notifications",
+            verdict="information",
+        ),
+    ]
+
+
+def idle_seconds(r: dict) -> str:
+    return f"{r['idle']['seconds']:.0f}"
+
+
 class Benchmark(NamedTuple):
     run: Callable[[str, dict], tuple[dict, list[Row]]]
     title: str  # its row when it could not run; {0} and {1}: the preset's small and large size
@@ -437,6 +487,9 @@ BENCHMARKS: dict[str, Benchmark] = {  # in the table's order
     ),
     "claim": Benchmark(claim, "claim latency {0} vs {1} open tasks", "ratio ≤ 1.5"),
     "engine": Benchmark(engine, "bare task engine", "≥ 30% of plain UPDATEs of the same rows"),
+    "lifecycle": Benchmark(
+        lifecycle, "lifecycle: NMC CPU per notification", "≤ 2x the sum of its steps' own costs"
+    ),
 }
 
 
@@ -483,7 +536,7 @@ def run_report(admin_url: str, preset: str = "full", only: list[str] | None = No
         "figures": {},
     }
     for key, benchmark in BENCHMARKS.items():
-        if only and key not in only:
+        if (only and key not in only) or key not in PRESETS[preset]:
             continue
         print(f"\n== {key}", flush=True)
         began = time.perf_counter()

@@ -74,6 +74,7 @@ GRANT EXECUTE ON FUNCTION nmc.metrics_replica(double precision) TO nmc_api;
 
 -- The workers (nmc worker).
 GRANT EXECUTE ON FUNCTION nmc.claim_taken(nmc.taak_soort, text, integer) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.soorten_met_werk(nmc.taak_soort[]) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.claim_verzenden(text, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.extend_lease(bigint, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.extend_leases(bigint[], integer[]) TO nmc_worker;

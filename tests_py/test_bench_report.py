@@ -144,3 +144,86 @@ def test_a_run_paced_above_the_rate_gets_a_failing_verdict(admin_url, monkeypatc
     # The failure is the run's own: the simulator saw too many and refused some.
     assert figures["simulator"]["most_in_60s"] > 1.01 * rate
     assert sum(counts["refused"] for counts in figures["per_mode"].values()) > 0
+
+
+def test_lifecycle_figures_and_rows(monkeypatch):
+    # The lifecycle benchmark starts a stack of its own (too long for the tiny preset): here
+    # its arithmetic and its report rows, from made-up windows. Per notification: 10 NMC CPU
+    # seconds over 1000 notifications is 10 ms; steps 0.1 (intake) + 2 x 0.5 (sends) + 0.4
+    # (receipts) = 1.5 ms; 10 / 1.5 is the ratio.
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    lifecycle = importlib.import_module("bench_lifecycle")
+    report = importlib.import_module("report")
+
+    parts = {"postgres": 6.0, "api": 1.0, "worker-1": 1.5, "worker-2": 1.5, "notifynl": 9.0}
+    whole = lifecycle.Window(100.0, parts)
+    life = {
+        "notificaties": 1000,
+        "single_share": 0.5,
+        "rate_per_s": 10.0,
+        "windows": {"whole life": whole},
+        "sends": 2000,
+        "receipts": 1000,
+        "feed": {"events": 4000, "pages": 10, "acks": 10},
+        "pickup_ms": {"count": 900, "p50": 250.0, "p99": 600.0},
+        "statements": [{"query": "SELECT nmc.claim()", "calls": 5000, "ms": 800.0, "rows": 1}],
+    }
+    idle = {
+        "window": lifecycle.Window(
+            20.0, {"postgres": 0.1, "api": 0.0, "worker-1": 0.05, "worker-2": 0.05, "ldv": 0.5}
+        ),
+        "statements": [{"query": "SELECT nmc.claim()", "calls": 80, "ms": 40.0, "rows": 0}],
+    }
+    steps = {"intake single": 0.15, "intake batch item": 0.05, "send": 0.5, "receipt callback": 0.4}
+    figures = lifecycle.summarise(idle, life, steps)
+
+    assert figures["nmc_cpu_ms_per_notificatie"] == 10.0  # the simulator does not count
+    assert figures["step_sum_ms"] == 1.5
+    assert figures["ratio_to_steps"] == round(10 / 1.5, 2)
+    assert figures["idle"]["core_percent"]["nmc"] == 1.0  # 0.2 CPU s in 20 s
+    assert figures["idle"]["statements_per_s"][0]["per_s"] == 4.0
+    assert figures["statements"][0]["calls_per_notificatie"] == 5.0
+    # The idle stack's rate over the life's 100 s: 1% of a core, 1 s, 1 ms per notification.
+    assert figures["idle_share_of_life_ms"] == 1.0
+
+    monkeypatch.setattr(report, "bench_lifecycle", lambda **sizes: figures)
+    _, rows = report.lifecycle("unused", report.PRESETS["quick"]["lifecycle"])
+    cpu, idle_row, pickup = (asdict_row(row) for row in rows)
+    check_relative_target(cpu)
+    assert cpu["ratio"] == (10 / 1.5) / report.LIFECYCLE_FACTOR and cpu["ok"] is False
+    assert idle_row["figure"] == 1.0 and idle_row["ok"] is True
+    assert pickup["figure"] == 250.0 and pickup["verdict"] == "information"
+    assert "lifecycle" not in report.PRESETS["tiny"]  # a stack of its own: not the smoke test
+
+
+def asdict_row(row) -> dict:
+    import dataclasses
+
+    return dataclasses.asdict(row)
+
+
+def test_pickup_is_the_first_send_of_the_first_attempt():
+    import sys
+
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        lifecycle = importlib.import_module("bench_lifecycle")
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    accepted = {"n1": 100.0, "n2": 100.5}
+    attempts = {"p1": "n1", "p2": "n2", "p9": "elsewhere"}
+    send = lifecycle.SEND_PATH
+    requests = [
+        {"method": "GET", "path": "/v2/notifications", "reference": "p1", "ts": 100.1},
+        {"method": "POST", "path": send, "reference": "p1", "ts": 100.25},
+        {"method": "POST", "path": send, "reference": "p1", "ts": 103.0},  # a re-send
+        {"method": "POST", "path": send, "reference": "p2", "ts": 101.0},
+        {"method": "POST", "path": send, "reference": "p9", "ts": 101.0},
+        {"method": "POST", "path": send, "reference": None, "ts": 101.0},
+    ]
+    latencies = lifecycle.pickup_latencies(accepted, requests, attempts)
+    assert sorted(round(x, 3) for x in latencies) == [0.25, 0.5]
+    # Statements are named by the first NMC function they call.
+    query = "SELECT c.taak_id FROM nmc.claim_verzenden($1::text, $2::integer) AS c"
+    assert lifecycle.label(query) == "nmc.claim_verzenden(…)"
+    assert lifecycle.label("SELECT 1") == "SELECT 1"

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import psycopg
@@ -184,3 +185,20 @@ def test_an_explicitly_configured_port_that_is_taken_is_not_replaced(
     assert result.exit_code == 1
     assert f"port {occupied_port} (NMC_DB_PORT) is taken" in result.err
     assert not (fresh_home / "port").exists()
+
+
+def test_cluster_settings_preload_the_libraries_asked_for(tmp_path):
+    # The lifecycle benchmark's own cluster loads pg_stat_statements at its start; a plain
+    # cluster loads nothing extra (no line at all, so PostgreSQL's default stays).
+    from nmc_dev.embedded_db import EmbeddedCluster
+
+    settings = replace(Settings.from_env({"NMC_HOME": str(tmp_path)}), db_port=54398)
+    for preload, expected in (((), None), (("pg_stat_statements",), "'pg_stat_statements'")):
+        cluster = EmbeddedCluster(settings, preload=preload)
+        cluster.data_dir.mkdir(parents=True, exist_ok=True)
+        cluster._write_settings(54398)
+        lines = (cluster.data_dir / "nmc.conf").read_text().splitlines()
+        preloads = [
+            line.split("=", 1)[1].strip() for line in lines if line.startswith("shared_preload")
+        ]
+        assert preloads == ([expected] if expected else []), lines

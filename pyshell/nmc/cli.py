@@ -277,7 +277,10 @@ def _add_worker_command(commands: argparse._SubParsersAction) -> None:
         "--concurrency", type=int, default=20, help="tasks worked at once per kind (20)"
     )
     worker.add_argument(
-        "--poll-interval", type=float, default=0.5, help="seconds to sleep when idle (0.5)"
+        "--poll-interval",
+        type=float,
+        default=0.5,
+        help="seconds between looks for work of the kinds that wait (0.5)",
     )
     worker.add_argument(
         "--metrics-port",

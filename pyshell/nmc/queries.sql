@@ -204,6 +204,9 @@ SELECT
     c.pogingen, c.herclaim
 FROM nmc.claim_taken(%(soort)s::nmc.taak_soort, %(eigenaar)s::text, %(batch)s::integer) AS c
 
+-- soorten_met_werk --
+SELECT nmc.soorten_met_werk(%(soorten)s::nmc.taak_soort []) AS soorten
+
 -- process_receipts --
 -- One row per handled task: its notificatie (the count of rows is how many were handled).
 SELECT r.notificatie_id FROM nmc.process_receipts_v2(%(batch)s::integer) AS r

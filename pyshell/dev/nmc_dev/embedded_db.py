@@ -43,8 +43,11 @@ class Status(Enum):
 
 
 class EmbeddedCluster:
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, *, preload: tuple[str, ...] = ()):
         self.settings = settings
+        # shared_preload_libraries, read at the postmaster's start only (the lifecycle
+        # benchmark's own cluster loads pg_stat_statements; the developer's loads nothing).
+        self.preload = preload
         self.data_dir = settings.home / "pgdata"
         self.run_dir = settings.home / "run"  # unix socket and server log
         self.log_file = self.run_dir / "postgres.log"
@@ -145,6 +148,11 @@ class EmbeddedCluster:
             # Allocated as used, so an idle demo cluster costs no more.
             "shared_buffers = '1GB'\n"
         )
+        if self.preload:
+            libraries = ",".join(self.preload).replace("'", "''")
+            settings_file.write_text(
+                settings_file.read_text() + f"shared_preload_libraries = '{libraries}'\n"
+            )
         _give_to_cluster_owner(settings_file)
 
     def _create_database(self) -> None:

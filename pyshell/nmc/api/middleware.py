@@ -19,10 +19,10 @@ import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from nmc import tracing
 from nmc.api.metrics import NO_ROUTE, HttpMetrics
 from nmc.api.openapi import API_VERSION, API_VERSION_HEADER
 from nmc.observability.logs import log_access
-from nmc import tracing
 from nmc.tracing import api as tracing_api
 
 SECURITY_HEADERS: tuple[tuple[str, str], ...] = (

@@ -4,9 +4,18 @@ Per kind one loop runs in this process. Kinds with an external call (verzenden,
 reconciliëren, ongeldig-melden, terugkoppelen) claim a batch (its own committed transaction)
 and work the claimed tasks concurrently, at most `concurrency` at a time, claiming again once
 half a batch of slots is free. SQL-only kinds (receipt, vaststellen, controle, wissen,
-onderhoud) make one call per round (onderhoud: one per maintenance job that is due). An idle
-loop sleeps `poll_interval` (polling is the truth; no LISTEN/NOTIFY, no session advisory
-locks, so PgBouncer in transaction mode works).
+onderhoud) make one call per round (onderhoud: one per maintenance job that is due).
+
+A kind whose round found less than a batch waits for the lookout (Lookout): once per
+`poll_interval` one query (nmc.soorten_met_werk) asks, for every kind of this worker that
+waits, whether it has anything to claim now (a task due by the NMC clock, or a lease that
+ran out: what its claim would find), and wakes those that have. So work is picked up
+within a poll interval, as when every kind polled its own claim, but an idle worker makes
+one cheap query per interval instead of a claim per kind (each planned per call: most of an
+idle stack's CPU). A kind still runs a round at least every ROUND_AT_LEAST_EVERY_S, for its
+own upkeep (the ensure_* calls that plan the watchdog's, maintenance's, webhooks' and
+reports' tasks). Polling is the truth: no LISTEN/NOTIFY, no session advisory locks, so
+PgBouncer in transaction mode works.
 
 SIGTERM/SIGINT: stop claiming, finish what is held (bounded by the lease), exit 0.
 """
@@ -60,6 +69,9 @@ from nmc.worker.metrics import MeasuredTransport, Targets, WorkerMetrics
 from nmc.worker.ops_http import OpsListener
 
 SHUTDOWN_GRACE_S = 110.0  # below the default 2-minute lease: held work ends before it lapses
+# A waiting kind runs a round at least this often even when the lookout finds nothing for
+# it: the ensure_* calls (once a minute) plan tasks the lookout cannot see before they exist.
+ROUND_AT_LEAST_EVERY_S = 60.0
 
 # The outbound HTTP client every adapter calls through: its transport (made from the
 # worker's limits) and its client class (benchmarks/bench_transport.py swaps them).
@@ -122,6 +134,55 @@ def eigenaar() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"[:200]
 
 
+class Lookout:
+    """The look for work of one worker's waiting kinds: once per `interval`, one query
+    (nmc.soorten_met_werk) for every kind that waits, and a wake-up for each that has work.
+    A failed look wakes them all: their own rounds then meet (and log) the failure, as they
+    did when each polled on its own."""
+
+    def __init__(self, db: Database, interval: float, stopping: asyncio.Event) -> None:
+        self._db = db
+        self._interval = interval
+        self._stopping = stopping
+        self._waiting: dict[str, asyncio.Future] = {}
+        self.looks = 0  # queries made (tests)
+
+    async def wait(self, soort: str, timeout: float = ROUND_AT_LEAST_EVERY_S) -> None:
+        """Until `soort` has work, the worker stops, or `timeout` seconds passed."""
+        woken = self._waiting.get(soort)
+        if woken is None or woken.done():
+            woken = self._waiting[soort] = asyncio.get_running_loop().create_future()
+        stop = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait((woken, stop), timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+            if self._waiting.get(soort) is woken:
+                del self._waiting[soort]
+
+    async def run(self) -> None:
+        while not self._stopping.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), timeout=self._interval)
+            if self._waiting and not self._stopping.is_set():
+                await self.look()
+
+    async def look(self) -> None:
+        """One look: wake every waiting kind that has work (all of them if the look fails)."""
+        waiting = dict(self._waiting)
+        if not waiting:
+            return
+        self.looks += 1
+        try:
+            met_werk = await self._db.fetch_value("soorten_met_werk", {"soorten": list(waiting)})
+        except (psycopg.Error, OSError):
+            met_werk = list(waiting)
+        for soort in met_werk:
+            woken = waiting.get(soort)
+            if woken is not None and not woken.done():
+                woken.set_result(None)
+
+
 class Worker:
     def __init__(
         self, config: WorkerConfig, ctx: Context, metrics: WorkerMetrics | None = None
@@ -139,6 +200,7 @@ class Worker:
             }
         )
         self._stopping = asyncio.Event()
+        self.lookout = Lookout(ctx.db, config.poll_interval, self._stopping)
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -262,7 +324,9 @@ class Worker:
             self._claim_loop(kind) if kind.claim else self._process_loop(kind)
             for kind in self.kinds.values()
         ]
+        lookout = asyncio.create_task(self.lookout.run())
         await asyncio.gather(*loops)
+        await lookout
         if "onderhoud" in self.kinds:
             await self._withdraw_kek_report()
         event(logging.INFO, "worker-stop", eigenaar=self.ctx.eigenaar)
@@ -325,7 +389,7 @@ class Worker:
                 inflight.add(task)
                 task.add_done_callback(inflight.discard)
             if not claimed:
-                await self._idle()
+                await self.lookout.wait(kind.soort)
         if inflight:
             _, late = await asyncio.wait(inflight, timeout=SHUTDOWN_GRACE_S)
             for task in late:
@@ -344,11 +408,7 @@ class Worker:
                 self.metrics.round(kind.soort, time.perf_counter() - started)
                 self.metrics.tasks_done(kind.soort, "verwerkt", done)
             if done < batch:
-                await self._idle()
-
-    async def _idle(self) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopping.wait(), timeout=self.config.poll_interval)
+                await self.lookout.wait(kind.soort)
 
     async def _handle(self, kind: Kind, taak) -> None:
         """Work one claimed task, counted in flight and by the outcome word it returns."""

@@ -1,0 +1,187 @@
+"""The worker's look for work (nmc.worker.loop.Lookout): a kind whose round found less than a
+batch waits until one look (nmc.soorten_met_werk, once per poll interval for every waiting
+kind) says it has work, and then runs its round; an idle worker makes that one query per
+interval instead of a claim per kind. No database: the kinds are stand-ins that count their
+rounds, the database a stand-in that answers the look from a set the test changes."""
+
+import asyncio
+from pathlib import Path
+from types import SimpleNamespace
+
+import psycopg
+
+from nmc.worker import loop
+from nmc.worker.config import WorkerConfig
+from nmc.worker.loop import Kind, Worker
+
+INTERVAL = 0.02
+
+
+class Looks:
+    """The stand-in database: the look's answer is `due` (kinds with work) of those asked."""
+
+    def __init__(self) -> None:
+        self.due: set[str] = set()
+        self.asked: list[list[str]] = []
+        self.fail = False
+
+    async def fetch_value(self, name: str, params: dict):
+        assert name == "soorten_met_werk"
+        self.asked.append(sorted(params["soorten"]))
+        if self.fail:
+            raise psycopg.OperationalError("the database is away")
+        return sorted(self.due & set(params["soorten"]))
+
+
+def worker_with(soorten: list[str], looks: Looks, batch: int = 20) -> tuple[Worker, dict]:
+    config = WorkerConfig(
+        database_url="postgresql://unused",
+        notifynl_url="http://unused",
+        notifynl_api_key="unused",
+        profielservice_url=None,
+        ldv_url=None,
+        ldv_file=Path("/dev/null"),
+        batch=batch,
+        poll_interval=INTERVAL,
+    )
+    ctx = SimpleNamespace(
+        db=looks, webhook=None, eigenaar="test", notifynl=SimpleNamespace(services=())
+    )
+    worker = Worker(config, ctx)
+    rounds = dict.fromkeys(soorten, 0)
+
+    def process_for(soort: str):
+        async def process(ctx, batch: int) -> int:
+            rounds[soort] += 1
+            looks.due.discard(soort)  # the round took the work there was
+            return 0
+
+        return process
+
+    def claim_for(soort: str):
+        async def claim(ctx, batch: int) -> list:
+            rounds[soort] += 1
+            looks.due.discard(soort)
+            return []
+
+        return claim
+
+    worker.kinds = {
+        soort: (
+            Kind(soort, claim=claim_for(soort), handle=None)
+            if soort == "verzenden"
+            else Kind(soort, process=process_for(soort))
+        )
+        for soort in soorten
+    }
+    return worker, rounds
+
+
+async def running(worker: Worker, body) -> None:
+    task = asyncio.create_task(worker.run())
+    try:
+        await body()
+    finally:
+        worker.stop()
+        await asyncio.wait_for(task, timeout=2)
+
+
+async def intervals(n: float) -> None:
+    await asyncio.sleep(n * INTERVAL)
+
+
+def test_an_idle_worker_looks_once_per_interval_and_claims_nothing():
+    looks = Looks()
+    worker, rounds = worker_with(["verzenden", "receipt", "wissen"], looks)
+
+    async def body():
+        await intervals(10)
+
+    asyncio.run(running(worker, body))
+    # One round each at the start, then only looks: one query for all three kinds.
+    assert rounds == {"verzenden": 1, "receipt": 1, "wissen": 1}
+    assert 5 <= len(looks.asked) <= 11
+    assert all(asked == ["receipt", "verzenden", "wissen"] for asked in looks.asked)
+
+
+def test_a_kind_with_work_runs_its_round_at_the_next_look_and_only_it():
+    looks = Looks()
+    worker, rounds = worker_with(["verzenden", "receipt", "wissen"], looks)
+
+    async def body():
+        await intervals(3)
+        looks.due.add("receipt")
+        await intervals(3)
+        assert rounds == {"verzenden": 1, "receipt": 2, "wissen": 1}
+        looks.due.update(("verzenden", "wissen"))
+        await intervals(3)
+        assert rounds == {"verzenden": 2, "receipt": 2, "wissen": 2}
+
+    asyncio.run(running(worker, body))
+
+
+def test_a_full_batch_goes_on_at_once_without_a_look():
+    looks = Looks()
+    worker, _ = worker_with(["wissen"], looks, batch=5)
+    results = iter([5, 5, 5, 0])
+    rounds = []
+
+    async def process(ctx, batch: int) -> int:
+        rounds.append(len(looks.asked))
+        return next(results, 0)
+
+    worker.kinds = {"wissen": Kind("wissen", process=process)}
+
+    async def body():
+        await intervals(3)
+
+    asyncio.run(running(worker, body))
+    assert rounds[:4] == [0, 0, 0, 0], "the rounds after a full batch did not wait for a look"
+
+
+def test_a_failed_look_wakes_every_waiting_kind():
+    looks = Looks()
+    worker, rounds = worker_with(["verzenden", "wissen"], looks)
+
+    async def body():
+        await intervals(3)
+        looks.fail = True
+        await intervals(3)
+
+    asyncio.run(running(worker, body))
+    # Each kind then runs its own round (which meets and logs the failure itself).
+    assert rounds["verzenden"] >= 2 and rounds["wissen"] >= 2
+
+
+def test_a_kind_without_work_still_runs_a_round_now_and_then(monkeypatch):
+    # Its upkeep (ensure_controle, ensure_onderhoud ...: once a minute) plans tasks the look
+    # cannot see before they exist.
+    monkeypatch.setattr(loop, "ROUND_AT_LEAST_EVERY_S", 4 * INTERVAL)
+    monkeypatch.setattr(loop.Lookout.wait, "__defaults__", (4 * INTERVAL,))
+    looks = Looks()
+    worker, rounds = worker_with(["controle"], looks)
+
+    async def body():
+        await intervals(13)
+
+    asyncio.run(running(worker, body))
+    assert 3 <= rounds["controle"] <= 5
+
+
+def test_a_stop_ends_the_wait_at_once():
+    looks = Looks()
+    worker, _ = worker_with(["verzenden", "wissen"], looks)
+    worker.lookout._interval = 60.0  # no look would come in the test's time
+
+    async def body():
+        await intervals(2)
+
+    started = asyncio.run(asyncio.wait_for(_timed(running(worker, body)), timeout=5))
+    assert started < 1.0
+
+
+async def _timed(coroutine) -> float:
+    loop_ = asyncio.get_running_loop()
+    begin = loop_.time()
+    await coroutine
+    return loop_.time() - begin
