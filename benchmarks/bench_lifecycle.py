@@ -36,6 +36,7 @@ counts as overhead, so the ratio is an upper bound of the waste.
 import argparse
 import asyncio
 import json
+import os
 import random
 import re
 import shutil
@@ -87,7 +88,7 @@ ACCEPTED_SQL = "SELECT id::text, extract(epoch FROM aangenomen_op)::float8 FROM 
 OPEN_SQL = "SELECT count(*) FROM nmc.notificatie WHERE status::text <> ALL(%(terminal)s)"
 # Top-level statements of the NMC's roles only (not the probe's own, nor migrate's).
 STATEMENTS_SQL = """
-SELECT s.query, s.calls, s.total_exec_time, s.rows
+SELECT s.query, s.calls, s.total_exec_time, s.rows, s.toplevel, s.total_plan_time
 FROM pg_stat_statements AS s
 WHERE s.dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
   AND s.userid <> (SELECT oid FROM pg_roles WHERE rolname = current_user)
@@ -118,12 +119,48 @@ class Meter:
         pids = self.stack.pids()
         cpu = {name: process_cpu(pid) for name, pid in pids.items() if name != "postgres"}
         cpu["postgres"] = process_cpu(pids["postgres"]) - cpu_seconds(self.probe.info.backend_pid)
+        probe = str(self.probe.info.backend_pid)
+        for part, seconds in postgres_parts(pids["postgres"], probe).items():
+            cpu[f"{PG_PART}{part}"] = seconds
         return time.monotonic(), cpu
 
     def between(self, start: tuple[float, dict], end: tuple[float, dict]) -> Window:
         return Window(
             end[0] - start[0], {part: end[1][part] - start[1].get(part, 0.0) for part in end[1]}
         )
+
+
+PG_PART = "pg: "  # a Window's keys for PostgreSQL's processes by kind (postgres_parts)
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def postgres_parts(postmaster: int, probe: str) -> dict[str, float]:
+    """PostgreSQL's CPU seconds by kind of process: backends by role, each background
+    process by its title, the postmaster itself, and what exited processes left in its
+    children's time (autovacuum workers, closed connections). The probe is left out."""
+    parts: dict[str, float] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        pid = stat.parent.name
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            title = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if pid == str(postmaster):
+            parts["postmaster"] = (int(fields[11]) + int(fields[12])) / TICK
+            parts["exited (autovacuum workers, closed connections)"] = (
+                int(fields[13]) + int(fields[14])
+            ) / TICK
+        elif fields[1] == str(postmaster) and pid != probe:
+            words = title.removeprefix("postgres: ").split()
+            # "nmc_worker nmc_lifecycle_0 127.0.0.1(5432) idle": a backend, by its role.
+            kind = (
+                f"backend {words[0]}"
+                if len(words) >= 3 and "(" in words[2]
+                else (" ".join(w for w in words if not w[0].isdigit()))
+            )
+            parts[kind] = parts.get(kind, 0.0) + (int(fields[11]) + int(fields[12])) / TICK
+    return parts
 
 
 def label(query: str) -> str:
@@ -140,8 +177,10 @@ def statements(probe: psycopg.Connection) -> list[dict]:
             "calls": c,
             "ms": round(t, 1),
             "rows": r,
+            "toplevel": top,
+            "plan_ms": round(plan, 1),
         }
-        for q, c, t, r in rows
+        for q, c, t, r, top, plan in rows
     ]
 
 
@@ -370,8 +409,12 @@ def bench_lifecycle(
     idle_s: float = 60.0,
     ceilings: dict | None = None,
     variants: dict[str, Variant] | None = None,
+    nested: bool = False,
 ) -> dict:
     """The whole benchmark on a cluster of its own (removed afterwards); the figures.
+
+    `nested`: pg_stat_statements also counts the statements inside the functions (track =
+    all; a little overhead on every statement, so not by default).
 
     `variants`: name -> Variant; each runs its own stack (a fresh database) on the same
     cluster, one after the other, against the same steps' costs (a before/after in one run).
@@ -382,6 +425,11 @@ def bench_lifecycle(
     runs = {}
     try:
         cluster.start()
+        if nested:
+            with psycopg.connect(connection_url(settings), autocommit=True) as owner:
+                owner.execute("ALTER SYSTEM SET pg_stat_statements.track = 'all'")
+                owner.execute("ALTER SYSTEM SET pg_stat_statements.track_planning = on")
+                owner.execute("SELECT pg_reload_conf()")
         # The steps first, on the fresh cluster (no stack polls beside them).
         postmaster = EmbeddedPostgres(settings).pid
         steps = step_ceilings(connection_url(settings), postmaster, ceilings or FULL_CEILINGS)
@@ -493,7 +541,14 @@ def summarise(idle: dict, life: dict, steps: dict) -> dict:
     step_sum = sum(per_notification.values())
     life_ms = 1000 * whole.nmc() / n
     idle_ms = 1000 * idle_window.nmc() / idle_window.seconds * whole.seconds / n
-    total_db_ms = sum(s["ms"] for s in life["statements"]) or 1.0
+    toplevel = [s for s in life["statements"] if s["toplevel"]]
+    # Inside the functions, by what they cost to plan and run (planning is not in the
+    # statement's own time, nor in its caller's).
+    nested = sorted(
+        (s for s in life["statements"] if not s["toplevel"]),
+        key=lambda s: -(s["ms"] + s["plan_ms"]),
+    )
+    total_db_ms = sum(s["ms"] for s in toplevel) or 1.0
     return {
         "notificaties": n,
         "rate_per_s": life["rate_per_s"],
@@ -508,6 +563,11 @@ def summarise(idle: dict, life: dict, steps: dict) -> dict:
             for name, w in life["windows"].items()
         },
         "nmc_cpu_ms_per_notificatie": round(life_ms, 3),
+        "postgres_ms_per_notificatie": {
+            part.removeprefix(PG_PART): round(1000 * cpu / n, 3)
+            for part, cpu in sorted(whole.cpu.items(), key=lambda kv: -kv[1])
+            if part.startswith(PG_PART) and cpu > 0
+        },
         "step_cost_ms": {k: round(v, 4) for k, v in steps.items()},
         "step_cost_ms_per_notificatie": {k: round(v, 4) for k, v in per_notification.items()},
         "step_sum_ms": round(step_sum, 4),
@@ -519,6 +579,7 @@ def summarise(idle: dict, life: dict, steps: dict) -> dict:
             "core_percent": {
                 part: round(100 * cpu / idle_window.seconds, 2)
                 for part, cpu in idle_window.cpu.items()
+                if not part.startswith(PG_PART)
             }
             | {"nmc": round(100 * idle_window.nmc() / idle_window.seconds, 2)},
             "statements_per_s": [
@@ -527,7 +588,7 @@ def summarise(idle: dict, life: dict, steps: dict) -> dict:
                     "per_s": round(s["calls"] / idle_window.seconds, 2),
                     "ms_per_s": round(s["ms"] / idle_window.seconds, 3),
                 }
-                for s in idle["statements"][:8]
+                for s in [s for s in idle["statements"] if s["toplevel"]][:8]
             ],
         },
         "pickup_ms": life["pickup_ms"],
@@ -538,7 +599,17 @@ def summarise(idle: dict, life: dict, steps: dict) -> dict:
                 "ms_per_notificatie": round(s["ms"] / n, 4),
                 "share": round(s["ms"] / total_db_ms, 3),
             }
-            for s in life["statements"][:12]
+            for s in toplevel[:12]
+        ],
+        "nested_statements": [
+            {
+                "query": s["query"][:200],
+                "calls_per_notificatie": round(s["calls"] / n, 3),
+                "ms_per_notificatie": round(s["ms"] / n, 4),
+                "plan_ms_per_notificatie": round(s["plan_ms"] / n, 4),
+                "rows_per_call": round(s["rows"] / max(s["calls"], 1), 1),
+            }
+            for s in nested[:40]
         ],
     }
 
@@ -557,6 +628,10 @@ def table(header: list[str], rows: list[list[str]]) -> str:
 
 def printed(r: dict) -> str:
     parts = [*NMC_PARTS, "nmc", *SIMULATORS]
+    postgres = table(
+        ["PostgreSQL by process (whole life)", "CPU ms per notification"],
+        [[part, f"{ms:.3f}"] for part, ms in r["postgres_ms_per_notificatie"].items()],
+    )
     per = r["cpu_ms_per_notificatie"]
     life = table(
         ["window (CPU ms per notification)", "s", *parts],
@@ -602,15 +677,35 @@ def printed(r: dict) -> str:
         ],
     )
     pickup = r["pickup_ms"]
+    nested = (
+        "\n\n"
+        + table(
+            ["inside the functions (--nested)", "calls/notif.", "ms/notif.", "plan", "rows/call"],
+            [
+                [
+                    s["query"][:110],
+                    f"{s['calls_per_notificatie']:.3f}",
+                    f"{s['ms_per_notificatie']:.4f}",
+                    f"{s['plan_ms_per_notificatie']:.4f}",
+                    f"{s['rows_per_call']:.1f}",
+                ]
+                for s in r["nested_statements"]
+            ],
+        )
+        if r["nested_statements"]
+        else ""
+    )
     return (
         f"{r['notificaties']} notifications at {r['rate_per_s']}/s ({r['single_share']:.0%} "
         f"one by one), life {r['life_seconds']} s; {r['sends_per_notificatie']} sends and "
         f"{r['receipts_per_notificatie']} receipts per notification; feed {r['feed']}\n\n"
-        f"{life}\n\n{steps}\n\nlifecycle NMC CPU {r['nmc_cpu_ms_per_notificatie']:.3f} ms per "
+        f"{life}\n\n{postgres}\n\n{steps}\n\n"
+        f"lifecycle NMC CPU {r['nmc_cpu_ms_per_notificatie']:.3f} ms per "
         f"notification = {r['ratio_to_steps']:.2f}x the sum of the steps' own costs; the idle "
         f"stack alone over the same wall time: {r['idle_share_of_life_ms']:.3f} ms per "
         f"notification\n\n{top}\n\nidle over {idle['seconds']} s:\n{idle_parts}\n\n{idle_top}"
-        f"\n\npickup (202 -> NotifyNL call): p50 {pickup['p50']} ms, p99 {pickup['p99']} ms "
+        f"{nested}\n\npickup (202 -> NotifyNL call): p50 {pickup['p50']} ms, "
+        f"p99 {pickup['p99']} ms "
         f"({pickup['count']} notifications)\n"
     )
 
@@ -622,6 +717,9 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=50.0, help="per second (50)")
     parser.add_argument("--idle", type=float, help="idle seconds (60; quick 20)")
     parser.add_argument("--json", type=Path, help="write the figures here too")
+    parser.add_argument(
+        "--nested", action="store_true", help="also the statements inside the functions"
+    )
     parser.add_argument(
         "--before",
         metavar="REV",
@@ -639,6 +737,7 @@ def main() -> int:
         idle_s=args.idle or (20.0 if args.quick else 60.0),
         ceilings=QUICK_CEILINGS if args.quick else FULL_CEILINGS,
         variants=variants,
+        nested=args.nested,
     )
     for name, figures in result.get("variants", {"shipped": result}).items():
         print(f"\n===== {name}\n{printed(figures)}")

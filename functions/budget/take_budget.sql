@@ -61,7 +61,8 @@ CREATE OR REPLACE FUNCTION nmc.verzendtempo_interval(
 RETURNS TABLE (t double precision, b integer)
 LANGUAGE sql
 IMMUTABLE
-SET search_path = pg_catalog, pg_temp
+-- No SET search_path, so PostgreSQL inlines it into the caller's statement (every name in
+-- it is schema-qualified; the callers pin search_path): planned once with the caller's plan.
 AS $$
     -- The even part of the pace is r - b tokens a minute, so a burst plus a minute of the
     -- even pace is r: never more than r in any 60 seconds. After a RateLimitError: half the
@@ -79,20 +80,26 @@ CREATE OR REPLACE FUNCTION nmc.verzendtempo_toekenning(
     p_vertraagd boolean, p_gewenst integer, p_dag_rest integer
 )
 RETURNS integer
-LANGUAGE sql
+-- PL/pgSQL: its plan is kept for the session; as SQL (its body has a FROM, so it is never
+-- inlined) it was planned at every call, three times per claim.
+LANGUAGE plpgsql
 IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    v_t double precision;
+    v_b integer;
+BEGIN
+    SELECT g.t, g.b INTO v_t, v_b
+    FROM nmc.verzendtempo_interval(p_per_minuut, p_burst, p_vertraagd) AS g;
     -- GCRA: with interval T and burst b the next token is due at tat; k tokens are granted
     -- at once while tat + (k - 1)T <= now + (b - 1)T, i.e. k <= b - (tat - now)/T.
-    SELECT greatest(least(
+    RETURN greatest(least(
         p_gewenst,
         p_dag_rest,
-        pg_catalog.floor(
-            g.b - EXTRACT(EPOCH FROM greatest(p_tat, p_nu) - p_nu) / g.t + 1e-9
-        )::integer
-    ), 0)
-    FROM (SELECT * FROM nmc.verzendtempo_interval(p_per_minuut, p_burst, p_vertraagd)) AS g
+        pg_catalog.floor(v_b - EXTRACT(EPOCH FROM greatest(p_tat, p_nu) - p_nu) / v_t + 1e-9)::integer
+    ), 0);
+END
 $$;
 COMMENT ON FUNCTION nmc.verzendtempo_toekenning(
     timestamptz, timestamptz, integer, integer, boolean, integer, integer
@@ -106,7 +113,8 @@ CREATE OR REPLACE FUNCTION nmc.verzendtempo_dag_rest(
 RETURNS integer
 LANGUAGE sql
 IMMUTABLE
-SET search_path = pg_catalog, pg_temp
+-- No SET search_path, so PostgreSQL inlines it into the caller's statement (every name in
+-- it is schema-qualified; the callers pin search_path): planned once with the caller's plan.
 AS $$
     -- No limit for reconciliation (NULL limit); a new UTC day starts with the whole limit.
     SELECT CASE

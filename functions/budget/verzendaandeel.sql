@@ -14,7 +14,8 @@ CREATE OR REPLACE FUNCTION nmc.verzendaandeel_reserve(
 RETURNS integer
 LANGUAGE sql
 IMMUTABLE
-SET search_path = pg_catalog, pg_temp
+-- No SET search_path, so PostgreSQL inlines it into the caller's statement (every name in
+-- it is schema-qualified; the callers pin search_path): planned once with the caller's plan.
 AS $$
     -- Base share 10% of the day, safety factor 1.25 (docs/dag-aandeel.md).
     SELECT least(pg_catalog.ceil(greatest(

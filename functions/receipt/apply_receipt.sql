@@ -6,7 +6,8 @@ RETURNS nmc.poging_status
 LANGUAGE sql
 IMMUTABLE
 PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
+-- No SET search_path, so PostgreSQL inlines it into the caller's statement (every name in
+-- it is schema-qualified; the callers pin search_path): planned once with the caller's plan.
 AS $$
     SELECT CASE p_notifynl_status
         WHEN 'delivered' THEN 'bezorgd'

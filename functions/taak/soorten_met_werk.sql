@@ -16,16 +16,20 @@ BEGIN
     -- PL/pgSQL, not SQL: its plan is kept for the session. As a SQL function (with its SET
     -- clause it is never inlined) the query was planned on every call, at 15x the cost.
     -- What nmc.lock_due_taken claims: an open task that is due, or a lease that ran out.
+    -- As the kind's earliest due and earliest lease end: each is one step into the start
+    -- of its partial index (taak_due, taak_lease) whatever the statistics say. The same
+    -- test as EXISTS (... due <= now) let a small table's plan scan the table once per kind
+    -- (2.2 ms a look on 2,000 tasks, against 0.18 ms).
     RETURN (
         SELECT coalesce(pg_catalog.array_agg(s.soort::text ORDER BY s.soort), '{}')
         FROM unnest(p_soorten) AS s (soort)
-        WHERE EXISTS (
-            SELECT 1 FROM nmc.taak AS t
-            WHERE t.soort = s.soort AND t.staat = 'open' AND t.due <= v_nu
-        ) OR EXISTS (
-            SELECT 1 FROM nmc.taak AS t
-            WHERE t.soort = s.soort AND t.staat = 'claimed' AND t.lease_tot < v_nu
-        )
+        WHERE (
+            SELECT pg_catalog.min(t.due) FROM nmc.taak AS t
+            WHERE t.soort = s.soort AND t.staat = 'open'
+        ) <= v_nu OR (
+            SELECT pg_catalog.min(t.lease_tot) FROM nmc.taak AS t
+            WHERE t.soort = s.soort AND t.staat = 'claimed'
+        ) < v_nu
     );
 END
 $$;

@@ -14,8 +14,11 @@ RETURNS TABLE (
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
--- A plan per call, made for the tables as they are (see nmc.finish_verzenden_batch).
-SET plan_cache_mode = force_custom_plan
+-- One generic plan per session for every statement (nested functions' too): planning
+-- cost more than running them at a claim's or a batch's size (most of a small batch's CPU,
+-- docs/pipeline.md, Plans). A table's ANALYZE (autovacuum's, after 10% of changes)
+-- invalidates the plans made on it, so they follow the table as it grows.
+SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE

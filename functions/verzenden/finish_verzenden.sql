@@ -12,10 +12,8 @@ RETURNS TABLE (item integer, status nmc.notificatie_status, fout text)
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
--- A plan per call, made for the tables as they are: a cached generic plan made while a
--- table was small (a fresh database) keeps scanning it whole as it grows, until the next
--- ANALYZE. Planning is paid once per batch, not per item.
-SET plan_cache_mode = force_custom_plan
+-- One generic plan per session (see nmc.claim_verzenden).
+SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE

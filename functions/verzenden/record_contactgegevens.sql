@@ -13,8 +13,8 @@ RETURNS TABLE (item integer, lease_tot timestamptz)
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
--- A plan per call, made for the tables as they are (see nmc.finish_verzenden_batch).
-SET plan_cache_mode = force_custom_plan
+-- One generic plan per session (see nmc.claim_verzenden).
+SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE
