@@ -2,13 +2,17 @@
 
 CREATE OR REPLACE FUNCTION nmc.count_teller(p_naam text, p_aantal bigint DEFAULT 1)
 RETURNS void
-LANGUAGE sql
+-- PL/pgSQL, not SQL: its plan is kept for the session (a SQL function with a SET clause
+-- is never inlined, and PostgreSQL 15 plans its query again at every call).
+LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
+BEGIN
     INSERT INTO nmc.teller AS t (naam, aantal, bijgewerkt_op)
     VALUES (p_naam, p_aantal, pg_catalog.now())
     ON CONFLICT (naam) DO UPDATE
-    SET aantal = t.aantal + excluded.aantal, bijgewerkt_op = excluded.bijgewerkt_op
+    SET aantal = t.aantal + excluded.aantal, bijgewerkt_op = excluded.bijgewerkt_op;
+END
 $$;
 COMMENT ON FUNCTION nmc.count_teller(text, bigint) IS
 'Raises a named counter (nmc.teller) by p_aantal. Internal.';

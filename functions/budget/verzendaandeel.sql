@@ -88,9 +88,12 @@ COMMENT ON FUNCTION nmc.verzendaandeel_ruimte(text) IS
 
 CREATE OR REPLACE FUNCTION nmc.boek_verzendaandeel(p_service text, p_dv_ids integer[])
 RETURNS void
-LANGUAGE sql
+-- PL/pgSQL, not SQL: its plan is kept for the session (a SQL function with a SET clause
+-- is never inlined, and PostgreSQL 15 plans its query again at every call).
+LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
+BEGIN
     -- One row per DV in the hour; DVs in id order so concurrent claims lock alike.
     INSERT INTO nmc.verzendaandeel AS a (notify_service, uur, dv_id, gebruikt)
     SELECT p_service, pg_catalog.date_trunc('hour', nmc.now()), d.dv_id, pg_catalog.count(*)
@@ -98,7 +101,8 @@ AS $$
     GROUP BY d.dv_id
     ORDER BY d.dv_id
     ON CONFLICT (notify_service, uur, dv_id) DO UPDATE
-    SET gebruikt = a.gebruikt + excluded.gebruikt
+    SET gebruikt = a.gebruikt + excluded.gebruikt;
+END
 $$;
 COMMENT ON FUNCTION nmc.boek_verzendaandeel(text, integer[]) IS
 'Counts granted sends of a service per DV in the current hour (one element of p_dv_ids per '

@@ -3,23 +3,29 @@
 
 CREATE OR REPLACE FUNCTION nmc.next_navraag(p_verzonden_op timestamptz, p_na timestamptz)
 RETURNS timestamptz
-LANGUAGE sql
+-- PL/pgSQL, not SQL: its plan is kept for the session (a SQL function with a SET clause
+-- is never inlined, and PostgreSQL 15 plans its query again at every call).
+LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT pg_catalog.min(m.moment)
-    FROM nmc.instellingen AS i,
-        LATERAL (
-            SELECT p_verzonden_op + s.na AS moment
-            FROM unnest(ARRAY[INTERVAL '1 hour', INTERVAL '6 hours']) AS s (na)
-            UNION ALL
-            SELECT p_verzonden_op + d * INTERVAL '1 day'
-            FROM pg_catalog.generate_series(1, 400) AS d
-            UNION ALL
-            -- The last ask when the retention ends: only then is silence a dead end.
-            SELECT p_verzonden_op + i.notifynl_bewaartermijn
-        ) AS m
-    WHERE m.moment > p_na AND m.moment <= p_verzonden_op + i.notifynl_bewaartermijn
+BEGIN
+    RETURN (
+        SELECT pg_catalog.min(m.moment)
+        FROM nmc.instellingen AS i,
+            LATERAL (
+                SELECT p_verzonden_op + s.na AS moment
+                FROM unnest(ARRAY[INTERVAL '1 hour', INTERVAL '6 hours']) AS s (na)
+                UNION ALL
+                SELECT p_verzonden_op + d * INTERVAL '1 day'
+                FROM pg_catalog.generate_series(1, 400) AS d
+                UNION ALL
+                -- The last ask when the retention ends: only then is silence a dead end.
+                SELECT p_verzonden_op + i.notifynl_bewaartermijn
+            ) AS m
+        WHERE m.moment > p_na AND m.moment <= p_verzonden_op + i.notifynl_bewaartermijn
+    );
+END
 $$;
 COMMENT ON FUNCTION nmc.next_navraag(timestamptz, timestamptz) IS
 'The next reconciliation moment after p_na for an attempt sent at p_verzonden_op: +1 h, '

@@ -4,7 +4,9 @@
 CREATE OR REPLACE FUNCTION nmc.poging_status_voor(p_notifynl_status text)
 RETURNS nmc.poging_status
 LANGUAGE sql
-IMMUTABLE
+-- STABLE, not IMMUTABLE: the text-to-enum cast in its body is stable, and an IMMUTABLE
+-- function with a stable body is never inlined.
+STABLE
 PARALLEL SAFE
 -- No SET search_path, so PostgreSQL inlines it into the caller's statement (every name in
 -- it is schema-qualified; the callers pin search_path): planned once with the caller's plan.
@@ -23,9 +25,12 @@ CREATE OR REPLACE FUNCTION nmc.plan_vaststellen(
     p_n nmc.notificatie, p_poging_id uuid, p_completed_at timestamptz
 )
 RETURNS void
-LANGUAGE sql
+-- PL/pgSQL, not SQL: its plan is kept for the session (a SQL function with a SET clause
+-- is never inlined, and PostgreSQL 15 plans its query again at every call).
+LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
+BEGIN
     -- Settle after the MEBV term plus NotifyNL's callback window, so a failure with a
     -- completed_at inside the term cannot cross the settlement.
     INSERT INTO nmc.taak (soort, dv_id, notificatie_id, poging_id, due, trace_id, aangemaakt_op)
@@ -36,7 +41,8 @@ AS $$
     ON CONFLICT (notificatie_id, soort)
     WHERE staat IN ('open', 'claimed') AND soort NOT IN ('receipt', 'reconciliëren')
     AND notificatie_id IS NOT NULL
-    DO UPDATE SET due = excluded.due, poging_id = excluded.poging_id
+    DO UPDATE SET due = excluded.due, poging_id = excluded.poging_id;
+END
 $$;
 COMMENT ON FUNCTION nmc.plan_vaststellen(nmc.notificatie, uuid, timestamptz) IS
 'Plans (or re-points) the one settlement task of a bezorgd notification: it names the '
@@ -47,14 +53,18 @@ CREATE OR REPLACE FUNCTION nmc.record_receipt(
     p_poging_id uuid, p_status text, p_op timestamptz
 )
 RETURNS void
-LANGUAGE sql
+-- PL/pgSQL, not SQL: its plan is kept for the session (a SQL function with a SET clause
+-- is never inlined, and PostgreSQL 15 plans its query again at every call).
+LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
+BEGIN
     -- Beside the outcome, never over it; the newest (by completed_at) is kept.
     UPDATE nmc.poging AS p
     SET vastgelegde_receipt_status = pg_catalog.left(p_status, 50), vastgelegde_receipt_op = p_op
     WHERE p.id = p_poging_id
-        AND (p.vastgelegde_receipt_op IS NULL OR p.vastgelegde_receipt_op <= p_op)
+        AND (p.vastgelegde_receipt_op IS NULL OR p.vastgelegde_receipt_op <= p_op);
+END
 $$;
 COMMENT ON FUNCTION nmc.record_receipt(uuid, text, timestamptz) IS
 'Records a receipt on an attempt without applying it (a status the NMC does not know, or a '

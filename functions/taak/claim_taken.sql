@@ -136,10 +136,15 @@ COMMENT ON FUNCTION nmc.finish_taak(bigint, integer) IS
 
 CREATE OR REPLACE FUNCTION nmc.finish_taken(p_taak_ids bigint[], p_claim_epochs integer[])
 RETURNS bigint[]
-LANGUAGE sql
+-- PL/pgSQL, not SQL: its plan is kept for the session (a SQL function with a SET clause
+-- is never inlined, and PostgreSQL 15 plans its query again at every call).
+LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    v_uitkomst bigint[];
+BEGIN
     WITH klaar AS (
         UPDATE nmc.taak AS t
         SET staat = 'done', afgerond_op = nmc.now(), lease_eigenaar = NULL, lease_tot = NULL
@@ -148,7 +153,10 @@ AS $$
         RETURNING t.id
     )
 
-    SELECT coalesce(pg_catalog.array_agg(k.id ORDER BY k.id), '{}') FROM klaar AS k
+    SELECT coalesce(pg_catalog.array_agg(k.id ORDER BY k.id), '{}')
+    INTO v_uitkomst FROM klaar AS k;
+    RETURN v_uitkomst;
+END
 $$;
 COMMENT ON FUNCTION nmc.finish_taken(bigint[], integer[]) IS
 'Marks many claimed tasks done in one statement; a task whose epoch is stale is left '

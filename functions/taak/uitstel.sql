@@ -2,12 +2,18 @@
 
 CREATE OR REPLACE FUNCTION nmc.uitstel(p_keer integer)
 RETURNS interval
-LANGUAGE sql
+-- PL/pgSQL, not SQL: its plan is kept for the session (a SQL function with a SET clause
+-- is never inlined, and PostgreSQL 15 plans its query again at every call).
+LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT least(i.uitstel_basis * pg_catalog.power(2, least(p_keer, 30)), i.uitstel_max)
-    FROM nmc.instellingen AS i
+BEGIN
+    RETURN (
+        SELECT least(i.uitstel_basis * pg_catalog.power(2, least(p_keer, 30)), i.uitstel_max)
+        FROM nmc.instellingen AS i
+    );
+END
 $$;
 COMMENT ON FUNCTION nmc.uitstel(integer) IS
 'The wait before the next try after p_keer earlier deferrals or failures: uitstel_basis '
