@@ -15,21 +15,25 @@ DECLARE
 BEGIN
     -- PL/pgSQL, not SQL: its plan is kept for the session. As a SQL function (with its SET
     -- clause it is never inlined) the query was planned on every call, at 15x the cost.
-    -- What nmc.lock_due_taken claims: an open task that is due, or a lease that ran out.
+    -- What the claims take (nmc.taak_claimbaar): an open task that is due, or a lease that
+    -- ran out; one probe of taak_due and one of taak_lease per kind.
     RETURN (
         SELECT coalesce(pg_catalog.array_agg(s.soort::text ORDER BY s.soort), '{}')
         FROM unnest(p_soorten) AS s (soort)
         WHERE EXISTS (
             SELECT 1 FROM nmc.taak AS t
-            WHERE t.soort = s.soort AND t.staat = 'open' AND t.due <= v_nu
+            WHERE t.soort = s.soort AND t.staat = 'open'
+                AND nmc.taak_claimbaar('open', t.due, t.lease_tot, v_nu)
         ) OR EXISTS (
             SELECT 1 FROM nmc.taak AS t
-            WHERE t.soort = s.soort AND t.staat = 'claimed' AND t.lease_tot < v_nu
+            WHERE t.soort = s.soort AND t.staat = 'claimed'
+                AND nmc.taak_claimbaar('claimed', t.due, t.lease_tot, v_nu)
         )
     );
 END
 $$;
 COMMENT ON FUNCTION nmc.soorten_met_werk(nmc.taak_soort[]) IS
-'Of the given task kinds, those with something to claim now (as nmc.lock_due_taken finds '
-'it: an open task due by nmc.now(), or a claimed one whose lease ran out), sorted. The '
+'Of the given task kinds, those with something to claim now (nmc.taak_claimbaar, as the '
+'claims find it: an open task due by nmc.now(), or a claimed one whose lease ran out), '
+'sorted. The '
 'worker''s look for work before it runs a kind''s claim: two index probes per kind.';
