@@ -509,13 +509,13 @@ def test_a_phase_that_times_out_names_each_task_that_keeps_the_pipeline_busy(db_
     assert re.match(
         rf"task {deferred} verzenden/open, due in (599|600) s, epoch 4, pogingen 0, "
         r"uitstellen 9, laatste_fout profielservice-timeout, notification -; not claimable, "
-        r"the lookout sees its kind$",  # the expired lease is the kind's work
+        r"the lookout finds work of its kind$",  # the expired lease is the kind's work
         lines[deferred],
     ), lines[deferred]
     assert re.match(
         rf"task {expired} verzenden/claimed, due (300|301) s ago, lease (10|11) s ago, "
         r"epoch 3, pogingen 0, uitstellen 2, laatste_fout notifynl-timeout, notification -; "
-        r"claimable, the lookout sees its kind$",
+        r"claimable, the lookout finds work of its kind$",
         lines[expired],
     ), lines[expired]
     assert re.match(rf"task {melding} ongeldig-melden/open, due [56] s ago", lines[melding])
@@ -526,6 +526,34 @@ def test_a_phase_that_times_out_names_each_task_that_keeps_the_pipeline_busy(db_
         "uitstellen", "laatste_fout", "notificatie_status", "claimbaar", "met_werk", "dicht",
         "totaal",
     }  # fmt: skip
+
+
+def test_the_busy_list_names_a_send_whose_service_gives_no_token(db_url):
+    # A service whose day is used up (NotifyNL said so): its sends wait, due but not claimed.
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO nmc.dienstverlener (dv_id, oin, naam, quotum_per_minuut, quotum_per_dag)"
+            " OVERRIDING SYSTEM VALUE VALUES (1, '00000001001001001000', 'DV', 100, 1000)"
+        )
+        conn.execute(
+            "INSERT INTO nmc.berichttype (dv_id, code, notifynl_template_id, regie_toegestaan, "
+            "notify_service) VALUES (1, 'aanslag', 'a0a0a0a0-0000-4000-8000-000000000001', "
+            "'{decentraal}', 'dicht')"
+        )
+        conn.execute(
+            "INSERT INTO nmc.verzendtempo (notify_service, soort, tat, dag, dag_gebruikt, dag_op) "
+            "VALUES ('dicht', 'verzenden', nmc.now(), (nmc.now() AT TIME ZONE 'UTC')::date, 10, "
+            "true)"
+        )
+        conn.execute(
+            "INSERT INTO nmc.taak (soort, dv_id, berichttype, due, aangemaakt_op) "
+            "VALUES ('verzenden', 1, 'aanslag', nmc.now(), nmc.now())"
+        )
+    (task,) = evidence.read_busy(db_url, ["verzenden"])
+    assert (task.claimbaar, task.met_werk, task.dicht) == (True, True, True)
+    assert evidence.describe_busy([task]).endswith(
+        "claimable, the lookout finds work of its kind, its (DV, berichttype) gets no token"
+    )
 
 
 def test_when_only_a_deferred_send_waits_the_phase_moves_the_clock_to_its_due(db_url, monkeypatch):

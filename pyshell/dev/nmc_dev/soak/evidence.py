@@ -148,7 +148,9 @@ def describe_busy(tasks: list[BusyTask]) -> str:
         lease = f", lease {_relative(t.lease_s)}" if t.lease_s is not None else ""
         views = [
             "claimable" if t.claimbaar else "not claimable",
-            "the lookout sees its kind" if t.met_werk else "the lookout sees no work",
+            "the lookout finds work of its kind"
+            if t.met_werk
+            else "the lookout finds no work of its kind",
         ]
         if t.dicht:
             views.append("its (DV, berichttype) gets no token")
