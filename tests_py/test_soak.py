@@ -2,6 +2,7 @@
 soak (400 notifications, faults, kills, a PostgreSQL restart) passes end to end in its own
 NMC_HOME and port (the shared cluster is never touched)."""
 
+import io
 import json
 import os
 import re
@@ -9,13 +10,19 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
+import psycopg
 import pytest
 
+from nmc_dev.demo.display import Display
 from nmc_dev.soak import checks, evidence, privacy, workload
+from nmc_dev.soak import run as soak_run
+from nmc_dev.soak.chaos import ChaosFigures
 from nmc_dev.soak.evidence import EventRow, NotificatieRow, SendCall, SendLog
+from nmc_dev.soak.run import Options, PhaseTimeout, Soak
 from stacktest import free_port, needs_server_binaries, private_home, processes_of
 
 SOAK_TIMEOUT_S = 170  # the issue's budget is 3 minutes on this loaded 2-core machine
@@ -440,6 +447,138 @@ def test_the_workload_covers_every_dv_regie_and_way_in():
     assert item.body["geldigTot"] == "2030-01-01T00:20:00Z"
     assert len(work.personal.numbers) == sum(1 for n in work.notificaties
                                              if n.scenario.regie == "centraal")  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------
+# A phase that waits: what keeps the pipeline busy, and a deferred send's backoff
+
+
+def _tasks(db_url: str, *rows: tuple[str, str, str, str | None, int, int, str | None]) -> list:
+    """Tasks as (soort, staat, due from now, lease_tot from now, claim_epoch, uitstellen,
+    laatste_fout); their ids."""
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        return [
+            conn.execute(
+                "INSERT INTO nmc.taak (soort, dv_id, staat, due, lease_tot, lease_eigenaar, "
+                "claim_epoch, uitstellen, laatste_fout, aangemaakt_op) "
+                "VALUES (%s, 1, %s, nmc.now() + %s::interval, nmc.now() + %s::interval, "
+                "CASE WHEN %s = 'claimed' THEN 'w' END, %s, %s, %s, nmc.now()) RETURNING id",
+                (soort, staat, due, lease, staat, epoch, uitstellen, fout),
+            ).fetchone()[0]
+            for soort, staat, due, lease, epoch, uitstellen, fout in rows
+        ]
+
+
+class _Chaos:
+    def __init__(self) -> None:
+        self.skips: list[timedelta] = []
+        self.figures = ChaosFigures()
+
+    def skip(self, delta: timedelta) -> bool:
+        self.skips.append(delta)
+        return True
+
+
+def _soak(db_url: str, timeout_s: float = 0.05) -> Soak:
+    stack = SimpleNamespace(admin_url=db_url, notifynl_url="http://sim.invalid")
+    soak = Soak(stack, Options(phase_timeout_s=timeout_s), Display(io.StringIO(), tty=False))
+    soak.chaos = _Chaos()
+    return soak
+
+
+def test_a_phase_that_times_out_names_each_task_that_keeps_the_pipeline_busy(db_url):
+    deferred, expired, melding = _tasks(
+        db_url,
+        ("verzenden", "open", "600 s", None, 4, 9, "profielservice-timeout"),
+        ("verzenden", "claimed", "-5 min", "-10 s", 3, 2, "notifynl-timeout"),
+        ("ongeldig-melden", "open", "-5 s", None, 0, 0, None),
+    )
+    _tasks(db_url, ("vaststellen", "open", "7 days", None, 0, 0, None))  # not busy: a week on
+
+    with pytest.raises(PhaseTimeout) as timeout:
+        _soak(db_url)._until(lambda: False, "the sends and receipts to finish")
+
+    message = str(timeout.value)
+    assert message.startswith(
+        "gave up after 0 s waiting for the sends and receipts to finish; "
+        "what keeps the pipeline busy:\n  3 tasks claimed, due or waiting"
+    )
+    lines = {int(m.group(1)): m.group(0) for m in re.finditer(r"task (\d+) .*", message)}
+    assert sorted(lines) == sorted([deferred, expired, melding])
+    # Seconds from nmc.now(), which runs on while the test does.
+    assert re.match(
+        rf"task {deferred} verzenden/open, due in (599|600) s, epoch 4, pogingen 0, "
+        r"uitstellen 9, laatste_fout profielservice-timeout, notification -; not claimable, "
+        r"the lookout finds work of its kind$",  # the expired lease is the kind's work
+        lines[deferred],
+    ), lines[deferred]
+    assert re.match(
+        rf"task {expired} verzenden/claimed, due (300|301) s ago, lease (10|11) s ago, "
+        r"epoch 3, pogingen 0, uitstellen 2, laatste_fout notifynl-timeout, notification -; "
+        r"claimable, the lookout finds work of its kind$",
+        lines[expired],
+    ), lines[expired]
+    assert re.match(rf"task {melding} ongeldig-melden/open, due [56] s ago", lines[melding])
+    assert "vaststellen" not in message
+    # Ids, kinds, times, counters and error classes: nothing a person could be found by.
+    assert {f.name for f in fields(evidence.BusyTask)} == {
+        "taak_id", "soort", "staat", "due_s", "lease_s", "claim_epoch", "pogingen",
+        "uitstellen", "laatste_fout", "notificatie_status", "claimbaar", "met_werk", "dicht",
+        "totaal",
+    }  # fmt: skip
+
+
+def test_the_busy_list_names_a_send_whose_service_gives_no_token(db_url):
+    # A service whose day is used up (NotifyNL said so): its sends wait, due but not claimed.
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO nmc.dienstverlener (dv_id, oin, naam, quotum_per_minuut, quotum_per_dag)"
+            " OVERRIDING SYSTEM VALUE VALUES (1, '00000001001001001000', 'DV', 100, 1000)"
+        )
+        conn.execute(
+            "INSERT INTO nmc.berichttype (dv_id, code, notifynl_template_id, regie_toegestaan, "
+            "notify_service) VALUES (1, 'aanslag', 'a0a0a0a0-0000-4000-8000-000000000001', "
+            "'{decentraal}', 'dicht')"
+        )
+        conn.execute(
+            "INSERT INTO nmc.verzendtempo (notify_service, soort, tat, dag, dag_gebruikt, dag_op) "
+            "VALUES ('dicht', 'verzenden', nmc.now(), (nmc.now() AT TIME ZONE 'UTC')::date, 10, "
+            "true)"
+        )
+        conn.execute(
+            "INSERT INTO nmc.taak (soort, dv_id, berichttype, due, aangemaakt_op) "
+            "VALUES ('verzenden', 1, 'aanslag', nmc.now(), nmc.now())"
+        )
+    (task,) = evidence.read_busy(db_url, ["verzenden"])
+    assert (task.claimbaar, task.met_werk, task.dicht) == (True, True, True)
+    assert evidence.describe_busy([task]).endswith(
+        "claimable, the lookout finds work of its kind, its (DV, berichttype) gets no token"
+    )
+
+
+def test_when_only_a_deferred_send_waits_the_phase_moves_the_clock_to_its_due(db_url, monkeypatch):
+    callbacks = {"pending_tasks": 0}
+    monkeypatch.setattr(
+        soak_run.httpx, "get", lambda url, timeout: SimpleNamespace(json=lambda: callbacks)
+    )
+    soak = _soak(db_url)
+    _tasks(db_url, ("verzenden", "open", "10 min", None, 6, 12, "notifynl-http-500"))
+    _tasks(db_url, ("vaststellen", "open", "7 days", None, 0, 0, None))  # not the pipeline's
+    soak._skip_to_next_due()
+    assert len(soak.chaos.skips) == 1
+    assert timedelta(minutes=10) < soak.chaos.skips[0] <= timedelta(minutes=10, seconds=1)
+
+    # Not while anything else is under way: a callback at NotifyNL, a claimed or a due task.
+    callbacks["pending_tasks"] = 1
+    soak._skip_to_next_due()
+    callbacks["pending_tasks"] = 0
+    (claimed,) = _tasks(db_url, ("verzenden", "claimed", "-1 min", "1 min", 1, 0, None))
+    soak._skip_to_next_due()
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        conn.execute("DELETE FROM nmc.taak WHERE id = %s", (claimed,))
+    _tasks(db_url, ("ongeldig-melden", "open", "0 s", None, 0, 0, None))
+    soak._skip_to_next_due()
+    assert len(soak.chaos.skips) == 1
 
 
 # ---------------------------------------------------------------------------------------

@@ -163,7 +163,7 @@ SELECT set_eq(
       WHERE p.pronamespace = 'nmc'::regnamespace
           AND NOT coalesce('search_path=pg_catalog, pg_temp' = ANY(p.proconfig), false)$$,
     $$VALUES ('allowed_transitions'), ('transition_allowed'), ('is_terminal'), ('reden_fits'),
-        ('verzendtempo_instelling'), ('verzendtempo_kind'), ('verzenddag'),
+        ('verzendtempo_instelling'), ('verzendtempo_kind'), ('verzenddag'), ('taak_claimbaar'),
         ('verzendtempo_interval'), ('verzendtempo_dag_rest'), ('verzendaandeel_reserve'),
         ('poging_status_voor')$$,
     'every nmc function pins search_path, except the inlinable helpers (schema-qualified)'

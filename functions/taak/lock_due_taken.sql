@@ -22,7 +22,8 @@ BEGIN
     SELECT coalesce(pg_catalog.array_agg(t.id), '{}') INTO v_ids
     FROM (
         SELECT t.id FROM nmc.taak AS t
-        WHERE t.soort = p_soort AND t.staat = 'claimed' AND t.lease_tot < v_nu
+        WHERE t.soort = p_soort AND t.staat = 'claimed'
+            AND nmc.taak_claimbaar('claimed', t.due, t.lease_tot, v_nu)
         ORDER BY t.lease_tot
         LIMIT p_batch
         FOR UPDATE SKIP LOCKED
@@ -57,7 +58,7 @@ BEGIN
                 LATERAL (
                     SELECT t.due AS oudste FROM nmc.taak AS t
                     WHERE t.soort = p_soort AND t.staat = 'open' AND t.dv_id = dv.dv_id
-                        AND t.due <= v_nu
+                        AND nmc.taak_claimbaar('open', t.due, t.lease_tot, v_nu)
                     ORDER BY t.due LIMIT 1
                 ) AS o
             WHERE dv.dv_id IS NOT NULL
@@ -82,7 +83,7 @@ BEGIN
                     FROM (
                         SELECT t.id, t.due FROM nmc.taak AS t
                         WHERE t.soort = p_soort AND t.staat = 'open' AND t.dv_id = d.dv_id
-                            AND t.due <= v_nu
+                            AND nmc.taak_claimbaar('open', t.due, t.lease_tot, v_nu)
                         ORDER BY t.due
                         LIMIT v_aandeel
                         FOR UPDATE SKIP LOCKED
@@ -99,7 +100,8 @@ BEGIN
         INTO v_ids, v_rangen
         FROM (
             SELECT t.id FROM nmc.taak AS t
-            WHERE t.soort = p_soort AND t.staat = 'open' AND t.due <= v_nu
+            WHERE t.soort = p_soort AND t.staat = 'open'
+                AND nmc.taak_claimbaar('open', t.due, t.lease_tot, v_nu)
                 AND t.id <> ALL(v_ids)
             ORDER BY t.dv_id, t.due
             LIMIT p_batch - pg_catalog.cardinality(v_ids)

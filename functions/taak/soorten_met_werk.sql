@@ -15,25 +15,26 @@ DECLARE
 BEGIN
     -- PL/pgSQL, not SQL: its plan is kept for the session. As a SQL function (with its SET
     -- clause it is never inlined) the query was planned on every call, at 15x the cost.
-    -- What nmc.lock_due_taken claims: an open task that is due, or a lease that ran out.
-    -- As the kind's earliest due and earliest lease end: each is one step into the start
-    -- of its partial index (taak_due, taak_lease) whatever the statistics say. The same
-    -- test as EXISTS (... due <= now) let a small table's plan scan the table once per kind
+    -- What the claims take (nmc.taak_claimbaar): an open task that is due, or a lease that
+    -- ran out. Asked of the kind's earliest due and earliest lease end, each one step into
+    -- the start of its partial index (taak_due, taak_lease) whatever the statistics say:
+    -- as EXISTS (... due <= now) a small table's plan scanned the table once per kind
     -- (2.2 ms a look on 2,000 tasks, against 0.18 ms).
     RETURN (
         SELECT coalesce(pg_catalog.array_agg(s.soort::text ORDER BY s.soort), '{}')
         FROM unnest(p_soorten) AS s (soort)
-        WHERE (
+        WHERE nmc.taak_claimbaar('open', (
             SELECT pg_catalog.min(t.due) FROM nmc.taak AS t
             WHERE t.soort = s.soort AND t.staat = 'open'
-        ) <= v_nu OR (
+        ), NULL, v_nu) OR nmc.taak_claimbaar('claimed', NULL, (
             SELECT pg_catalog.min(t.lease_tot) FROM nmc.taak AS t
             WHERE t.soort = s.soort AND t.staat = 'claimed'
-        ) < v_nu
+        ), v_nu)
     );
 END
 $$;
 COMMENT ON FUNCTION nmc.soorten_met_werk(nmc.taak_soort[]) IS
-'Of the given task kinds, those with something to claim now (as nmc.lock_due_taken finds '
-'it: an open task due by nmc.now(), or a claimed one whose lease ran out), sorted. The '
+'Of the given task kinds, those with something to claim now (nmc.taak_claimbaar, as the '
+'claims find it: an open task due by nmc.now(), or a claimed one whose lease ran out), '
+'sorted. The '
 'worker''s look for work before it runs a kind''s claim: two index probes per kind.';

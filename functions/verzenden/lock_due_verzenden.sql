@@ -102,7 +102,8 @@ BEGIN
     INTO v_dicht_dv, v_dicht_code
     FROM nmc.verzenden_dicht(v_alle_dvs || ARRAY(
         SELECT DISTINCT t.dv_id FROM nmc.taak AS t
-        WHERE t.soort = 'verzenden' AND t.staat = 'claimed' AND t.lease_tot < v_nu
+        WHERE t.soort = 'verzenden' AND t.staat = 'claimed'
+            AND nmc.taak_claimbaar('claimed', t.due, t.lease_tot, v_nu)
     )) AS d;
 
     -- 1. Leases that ran out: the worker died; its work comes first (rank 0), unless its
@@ -110,7 +111,8 @@ BEGIN
     SELECT coalesce(pg_catalog.array_agg(t.id), '{}') INTO v_ids
     FROM (
         SELECT t.id FROM nmc.taak AS t
-        WHERE t.soort = 'verzenden' AND t.staat = 'claimed' AND t.lease_tot < v_nu
+        WHERE t.soort = 'verzenden' AND t.staat = 'claimed'
+            AND nmc.taak_claimbaar('claimed', t.due, t.lease_tot, v_nu)
             AND NOT EXISTS (
                 SELECT 1 FROM unnest(v_dicht_dv, v_dicht_code) AS d (dv_id, code)
                 WHERE d.dv_id = t.dv_id AND d.code = t.berichttype
@@ -154,7 +156,8 @@ BEGIN
                 LATERAL (
                     SELECT t.due FROM nmc.taak AS t
                     WHERE p.code IS NOT NULL AND t.soort = 'verzenden' AND t.staat = 'open'
-                        AND t.dv_id = p.dv_id AND t.berichttype = p.code AND t.due <= v_nu
+                        AND t.dv_id = p.dv_id AND t.berichttype = p.code
+                        AND nmc.taak_claimbaar('open', t.due, t.lease_tot, v_nu)
                     ORDER BY t.due LIMIT 1
                 ) AS x
             UNION ALL
@@ -163,7 +166,8 @@ BEGIN
                 LATERAL (
                     SELECT t.due FROM nmc.taak AS t
                     WHERE p.code IS NULL AND t.soort = 'verzenden' AND t.staat = 'open'
-                        AND t.dv_id = p.dv_id AND t.berichttype IS NULL AND t.due <= v_nu
+                        AND t.dv_id = p.dv_id AND t.berichttype IS NULL
+                        AND nmc.taak_claimbaar('open', t.due, t.lease_tot, v_nu)
                     ORDER BY t.due LIMIT 1
                 ) AS x
         ) AS o
@@ -193,7 +197,8 @@ BEGIN
                             SELECT t.id, t.due FROM nmc.taak AS t
                             WHERE p.code IS NOT NULL AND t.soort = 'verzenden'
                                 AND t.staat = 'open' AND t.dv_id = p.dv_id
-                                AND t.berichttype = p.code AND t.due <= v_nu
+                                AND t.berichttype = p.code
+                                AND nmc.taak_claimbaar('open', t.due, t.lease_tot, v_nu)
                             ORDER BY t.due
                             LIMIT v_aandeel
                             FOR UPDATE SKIP LOCKED
@@ -206,7 +211,8 @@ BEGIN
                             SELECT t.id, t.due FROM nmc.taak AS t
                             WHERE p.code IS NULL AND t.soort = 'verzenden'
                                 AND t.staat = 'open' AND t.dv_id = p.dv_id
-                                AND t.berichttype IS NULL AND t.due <= v_nu
+                                AND t.berichttype IS NULL
+                                AND nmc.taak_claimbaar('open', t.due, t.lease_tot, v_nu)
                             ORDER BY t.due
                             LIMIT v_aandeel
                             FOR UPDATE SKIP LOCKED
@@ -230,7 +236,8 @@ BEGIN
                 LATERAL (
                     SELECT t.id FROM nmc.taak AS t
                     WHERE p.code IS NOT NULL AND t.soort = 'verzenden' AND t.staat = 'open'
-                        AND t.dv_id = p.dv_id AND t.berichttype = p.code AND t.due <= v_nu
+                        AND t.dv_id = p.dv_id AND t.berichttype = p.code
+                        AND nmc.taak_claimbaar('open', t.due, t.lease_tot, v_nu)
                         AND t.id <> ALL(v_ids)
                     ORDER BY t.due
                     LIMIT p_batch - pg_catalog.cardinality(v_ids)
@@ -242,7 +249,8 @@ BEGIN
                 LATERAL (
                     SELECT t.id FROM nmc.taak AS t
                     WHERE p.code IS NULL AND t.soort = 'verzenden' AND t.staat = 'open'
-                        AND t.dv_id = p.dv_id AND t.berichttype IS NULL AND t.due <= v_nu
+                        AND t.dv_id = p.dv_id AND t.berichttype IS NULL
+                        AND nmc.taak_claimbaar('open', t.due, t.lease_tot, v_nu)
                         AND t.id <> ALL(v_ids)
                     ORDER BY t.due
                     LIMIT p_batch - pg_catalog.cardinality(v_ids)

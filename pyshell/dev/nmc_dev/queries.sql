@@ -57,6 +57,43 @@ FROM nmc.taak AS t GROUP BY t.soort, t.staat
 -- soak_task_errors --
 SELECT DISTINCT t.laatste_fout FROM nmc.taak AS t WHERE t.laatste_fout IS NOT NULL
 
+-- soak_bezig --
+-- What keeps the pipeline busy when a phase waits too long: every task of the given kinds
+-- that is claimed or due, and every open send (a deferred one holds the phase too), earliest
+-- due first (at most `limit`; `totaal` counts them all). Times are seconds from nmc.now();
+-- `claimbaar` is what the claims would take now (nmc.taak_claimbaar), `met_werk` whether the
+-- worker's lookout sees work of its kind (nmc.soorten_met_werk), `dicht` a send whose (DV,
+-- berichttype) gets no token now (nmc.verzenden_dicht). No personal data: ids, kinds,
+-- counters and error classes only.
+WITH nu AS (SELECT nmc.now() AS nu),
+
+werk AS (SELECT nmc.soorten_met_werk(%(soorten)s::nmc.taak_soort []) AS soorten)
+
+SELECT
+    t.id AS taak_id, t.soort::text AS soort, t.staat::text AS staat,
+    pg_catalog.date_part('epoch', t.due - nu.nu) AS due_s,
+    pg_catalog.date_part('epoch', t.lease_tot - nu.nu) AS lease_s,
+    t.claim_epoch, t.pogingen, t.uitstellen, t.laatste_fout,
+    n.status::text AS notificatie_status,
+    nmc.taak_claimbaar(t.staat, t.due, t.lease_tot, nu.nu) AS claimbaar,
+    t.soort::text = ANY(werk.soorten) AS met_werk,
+    t.soort = 'verzenden' AND EXISTS (
+        SELECT 1 FROM nmc.verzenden_dicht(ARRAY[t.dv_id]) AS d
+        WHERE d.dv_id = t.dv_id AND d.berichttype = t.berichttype
+    ) AS dicht,
+    pg_catalog.count(*) OVER () AS totaal
+FROM nmc.taak AS t
+CROSS JOIN nu
+CROSS JOIN werk
+LEFT JOIN nmc.notificatie AS n ON t.notificatie_id = n.id
+WHERE t.soort = ANY(%(soorten)s::nmc.taak_soort [])
+    AND (
+        t.staat = 'claimed'
+        OR (t.staat = 'open' AND (t.due <= nu.nu OR t.soort = 'verzenden'))
+    )
+ORDER BY t.due, t.id
+LIMIT %(limit)s
+
 -- drill_event_ids --
 -- `nmc drill`: every event of every DV, to check that each feed consumer read them all.
 SELECT e.dv_id, e.event_id FROM nmc.event AS e

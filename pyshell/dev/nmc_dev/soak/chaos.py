@@ -95,6 +95,8 @@ class ChaosFigures:
     postgres_restart_window: tuple[float, float] | None = None  # time.monotonic() moments
     postgres_restart_error: str | None = None
     jumps: list[str] = field(default_factory=list)  # the phases' own clock moves
+    skips: int = 0  # the phases' moves to a deferred send's due (nothing else to do)
+    skipped: timedelta = timedelta(0)
     clock_errors: int = 0  # NotifyNL clock moves that failed after they may have applied
     refusal_windows: list[str] = field(default_factory=list)  # "team-only 6.0 s"
 
@@ -159,6 +161,15 @@ class Chaos:
         """A phase's clock move (reconciliation, settlement): not counted as chaos."""
         self.figures.jumps.append(label)
         return self._advance(delta)
+
+    def skip(self, delta: timedelta) -> bool:
+        """A phase's move to the due of a deferred send, when nothing else is under way:
+        not chaos, counted apart."""
+        if not self._advance(delta):
+            return False
+        self.figures.skips += 1
+        self.figures.skipped += delta
+        return True
 
     def _advance(self, delta: timedelta) -> bool:
         """Move the NMC clock, then NotifyNL's by as much (LocalStack.advance_clock in two

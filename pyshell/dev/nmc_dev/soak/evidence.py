@@ -108,6 +108,65 @@ def read_database(url: str) -> DatabaseEvidence:
     )
 
 
+@dataclass(frozen=True)
+class BusyTask:
+    """A task that keeps the pipeline busy (query soak_bezig): no personal data."""
+
+    taak_id: int
+    soort: str
+    staat: str
+    due_s: float  # seconds from nmc.now(); negative: due since
+    lease_s: float | None  # seconds from nmc.now() to the lease's end (claimed only)
+    claim_epoch: int
+    pogingen: int
+    uitstellen: int
+    laatste_fout: str | None
+    notificatie_status: str | None
+    claimbaar: bool  # what the claims would take now
+    met_werk: bool  # the worker's lookout sees work of its kind
+    dicht: bool  # a send whose (DV, berichttype) gets no token now
+    totaal: int  # all such tasks, not only the rows read
+
+
+def read_busy(url: str, soorten: Iterable[str], limit: int = 10) -> list[BusyTask]:
+    """The tasks of these kinds that are claimed or due, and every open send, earliest due
+    first (at most `limit`)."""
+    with connect(url) as conn:
+        rows = conn.execute(
+            QUERIES["soak_bezig"], {"soorten": sorted(soorten), "limit": limit}
+        ).fetchall()
+    return [BusyTask(*row) for row in rows]
+
+
+def describe_busy(tasks: list[BusyTask]) -> str:
+    """One line per task, for a phase that timed out: what keeps the pipeline busy."""
+    if not tasks:
+        return "no task claimed, due or waiting to send"
+    lines = [f"{tasks[0].totaal} tasks claimed, due or waiting to send"
+             + (f" (the first {len(tasks)})" if tasks[0].totaal > len(tasks) else "")]  # fmt: skip
+    for t in tasks:
+        lease = f", lease {_relative(t.lease_s)}" if t.lease_s is not None else ""
+        views = [
+            "claimable" if t.claimbaar else "not claimable",
+            "the lookout finds work of its kind"
+            if t.met_werk
+            else "the lookout finds no work of its kind",
+        ]
+        if t.dicht:
+            views.append("its (DV, berichttype) gets no token")
+        lines.append(
+            f"task {t.taak_id} {t.soort}/{t.staat}, due {_relative(t.due_s)}{lease}, "
+            f"epoch {t.claim_epoch}, pogingen {t.pogingen}, uitstellen {t.uitstellen}, "
+            f"laatste_fout {t.laatste_fout or '-'}, notification {t.notificatie_status or '-'}; "
+            + ", ".join(views)
+        )
+    return "\n  ".join(lines)
+
+
+def _relative(seconds: float) -> str:
+    return f"in {seconds:.0f} s" if seconds > 0 else f"{-seconds:.0f} s ago"
+
+
 def lift_proof_call_rate(url: str, per_minuut: int = 1_000_000) -> None:
     """Let the verdict fetch every proof at once (the per-DV proof call rate, lifted)."""
     with connect(url) as conn:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TextIO
 
 import httpx
+import psycopg
 
 from nmc.admin import onboarding as admin
 from nmc.config import Settings
@@ -40,7 +41,7 @@ from nmc.errors import NmcError
 from nmc.feed.cloudevents import event_source
 from nmc.worker.config import KINDS
 from nmc_dev.demo.display import STATUSES, Display, table
-from nmc_dev.demo.watch import parse_metrics, pipeline_quiet
+from nmc_dev.demo.watch import LIFECYCLE_KINDS, parse_metrics, pipeline_quiet
 from nmc_dev.embedded_db import EmbeddedCluster, Status
 from nmc_dev.interrupt import EXIT_INTERRUPTED, raise_interrupt
 from nmc_dev.pg_binaries import server_bindir
@@ -88,6 +89,7 @@ DAYS_MAX = 12  # settlement comes after 7 days and 30 minutes; a late resend nee
 # It does nothing else a soak of this size needs (the first event partition holds 16M
 # transactions).
 WORKER_KINDS = ",".join(kind for kind in KINDS if kind != "onderhoud")
+SEND = "verzenden"
 TOKEN_TTL_S = 8 * 3600
 POLL_S = 0.5
 RECOVERY_S = 15.0  # intake answers this long after PostgreSQL's start still count as its
@@ -232,14 +234,14 @@ class Soak:
              f"{_figures(answers)}; {self.intake.resubmits} resubmitted")  # fmt: skip
         self.timeline.append(f"intake {seconds:.0f} s")
         self._until(lambda: self.chaos.postgres_restarted, "the PostgreSQL restart")
-        self._until(self._quiet, "the sends and receipts to finish", phase="send")
+        self._until(self._quiet, "the sends and receipts to finish", phase="send", next_due=True)
 
         started = time.monotonic()
         for step, label in RECONCILIATION_STEPS:
             self.chaos.jump(step, label)
             note(f"clock {label}: reconciliation asks NotifyNL about attempts without a "
                  f"receipt ({self._waiting()} notifications not yet final)")  # fmt: skip
-            self._until(self._quiet, "reconciliation")
+            self._until(self._quiet, "reconciliation", next_due=True)
         self.timeline.append(f"reconciliation {time.monotonic() - started:.0f} s")
 
         started = time.monotonic()
@@ -247,14 +249,14 @@ class Soak:
             self.chaos.jump(DAY, "+1 day")
             note(f"clock +1 day (day {day}): reconciliation daily, settlement after 7 days, "
                  f"NotifyNL's retention ({self._waiting()} not yet final)")  # fmt: skip
-            self._until(self._quiet, f"day {day}")
+            self._until(self._quiet, f"day {day}", next_due=True)
             if self._all_terminal():
                 break
         self.timeline.append(f"settlement {time.monotonic() - started:.0f} s")
         self.chaos.calm()
         note("calm: no more kills or outages; waiting for the last leases and receipts")
         self._until(lambda: self._all_terminal() and self._quiet(), "a quiet pipeline",
-                    phase="calm")  # fmt: skip
+                    phase="calm", next_due=True)  # fmt: skip
 
     def _waiting(self) -> int:
         return sum(n for s, n in self._status_counts().items() if s not in checks.TERMINAL)
@@ -282,7 +284,18 @@ class Soak:
 
     # ------------------------------------------------------------------ waiting
 
-    def _until(self, condition: Callable[[], bool], what: str, phase: str | None = None) -> None:
+    def _until(
+        self,
+        condition: Callable[[], bool],
+        what: str,
+        phase: str | None = None,
+        *,
+        next_due: bool = False,
+    ) -> None:
+        """Until `condition` holds twice in a row, at most the phase timeout. `next_due`: when
+        only deferred sends keep the pipeline busy, the clock moves on to the first one's due
+        (a send deferred again and again under the chaos waits up to uitstel_max of NMC time
+        per try; the phase waits for its tries, not for its backoff)."""
         started = time.monotonic()
         deadline = started + self.options.timeout_s
         streak = 0
@@ -296,12 +309,38 @@ class Soak:
                 break
             if time.monotonic() > deadline:
                 raise PhaseTimeout(
-                    f"gave up after {self.options.timeout_s:.0f} s waiting for {what}"
+                    f"gave up after {self.options.timeout_s:.0f} s waiting for {what}; "
+                    f"what keeps the pipeline busy:\n  {self._busy()}"
                 )
+            if next_due and not holds:
+                self._skip_to_next_due()
             self._progress()
             time.sleep(POLL_S)
         if phase:
             self.timeline.append(f"{phase} {time.monotonic() - started:.0f} s")
+
+    def _busy(self) -> str:
+        """The tasks that keep the pipeline busy (evidence.describe_busy), or why not read."""
+        try:
+            return evidence.describe_busy(evidence.read_busy(self.stack.admin_url, LIFECYCLE_KINDS))
+        except (psycopg.Error, NmcError) as error:
+            return f"(not read: {type(error).__name__})"
+
+    def _skip_to_next_due(self) -> None:
+        """When nothing is due or claimed and no callback is under way, but a deferred send
+        still waits: move the clock to its due (the phase's own move, as the reconciliation
+        steps are; no lease is running, so none is cut short)."""
+        assert self.chaos  # noqa: S101
+        try:
+            callbacks = httpx.get(self.stack.notifynl_url + "/_sim/callbacks", timeout=30).json()
+            if callbacks["pending_tasks"]:
+                return
+            # Earliest due first: a claimed or claimable task sorts before any deferred one.
+            first = evidence.read_busy(self.stack.admin_url, LIFECYCLE_KINDS, limit=1)
+        except (httpx.HTTPError, psycopg.Error, NmcError, ValueError, KeyError):
+            return  # restarting: the next poll looks again
+        if first and first[0].soort == SEND and first[0].staat == "open" and first[0].due_s > 0:
+            self.chaos.skip(timedelta(seconds=first[0].due_s + 1))
 
     def _metrics(self) -> list[tuple[str, dict[str, str], float]]:
         response = httpx.get(self.stack.api_url + "/metrics", timeout=10)
@@ -475,6 +514,8 @@ class Soak:
             f"chaos: {f.kills} workers killed (SIGKILL) and {f.restarts} parts restarted; "
             f"{f.outages} Profielservice outages; clock moved {f.clock_moves}x past the lease, "
             f"+{_duration(f.clock_moved)} in all; phase jumps {', '.join(f.jumps)}"
+            + (f"; {f.skips}x to a deferred send's due, +{_duration(f.skipped)} in all"
+               if f.skips else "")
             + (f"; {f.clock_errors} NotifyNL clock moves uncertain" if f.clock_errors else ""),
             f"PostgreSQL restart (fast shutdown, {self.chaos.plan.postgres_down_s:.0f} s down, "
             f"start): {restart}",
