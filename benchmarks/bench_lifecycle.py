@@ -18,7 +18,9 @@ simulators) over a PostgreSQL cluster of its own that loads pg_stat_statements:
    mailbox, lost callbacks, no e-mail address; 30% one by one, the rest in batches of 25)
    submitted at a steady `rate`; the workers send, receipts come back; clock +1 h 5 min
    (reconciliation asks NotifyNL); clock +8 days (settlement after the term, NotifyNL's
-   retention, maintenance); all the while a DV reads the feed and acknowledges it;
+   retention, maintenance); clock +8 days (the personal data erased); clock +1 year (every
+   notification deleted after the proof's retention); all the while a DV reads the feed and
+   acknowledges it;
 3. the steps alone, on the same cluster (first, before any stack): batch and single intake
    (bench_intake), the send drain (bench_send.bench_drain) and receipt intake
    (bench_callback).
@@ -72,6 +74,8 @@ NMC_PARTS = ("postgres", "api", "worker-1", "worker-2")
 SIMULATORS = ("notifynl", "profielservice", "ldv")
 RECONCILIATION_JUMP = timedelta(hours=1, minutes=5)
 SETTLEMENT_JUMP = timedelta(days=8)
+ERASURE_JUMP = timedelta(days=8)  # past the erasure term (wistermijn, 7 days after final)
+DELETION_JUMP = timedelta(days=366)  # past the proof's retention (bewijs_bewaartermijn)
 POLL_S = 0.5  # the benchmark's own checks (on its probe connection, not counted)
 FEED_POLL_S = 0.5  # the DV reads its feed this often
 PHASE_TIMEOUT_S = 300.0
@@ -86,6 +90,12 @@ SELECT (SELECT count(*) FROM nmc.taak
 """
 ACCEPTED_SQL = "SELECT id::text, extract(epoch FROM aangenomen_op)::float8 FROM nmc.notificatie"
 OPEN_SQL = "SELECT count(*) FROM nmc.notificatie WHERE status::text <> ALL(%(terminal)s)"
+# Erased: no personal data left on any notification, no erasure task waiting.
+ERASED_SQL = """
+SELECT NOT EXISTS (SELECT 1 FROM nmc.notificatie WHERE sleutel_gewrapt IS NOT NULL)
+   AND NOT EXISTS (SELECT 1 FROM nmc.taak WHERE soort = 'wissen' AND staat <> 'done')
+"""
+DELETED_SQL = "SELECT NOT EXISTS (SELECT 1 FROM nmc.notificatie)"
 # Top-level statements of the NMC's roles only (not the probe's own, nor migrate's).
 STATEMENTS_SQL = """
 SELECT s.query, s.calls, s.total_exec_time, s.rows, s.toplevel, s.total_plan_time
@@ -265,6 +275,11 @@ async def until(condition, what: str, timeout_s: float = PHASE_TIMEOUT_S) -> Non
         await asyncio.sleep(POLL_S)
 
 
+async def answer(probe: psycopg.Connection, query: str) -> bool:
+    """A yes/no query of the probe's, as a condition for `until`."""
+    return probe.execute(query).fetchone()[0]
+
+
 async def run_life(stack: LocalStack, probe, meter: Meter, count: int, rate: float) -> dict:
     plan = scenario.build_plan(count, scenario.new_run_id(), now=stack.now())
     response = httpx.post(f"{stack.profielservice_url}/_sim/parties", json=plan.parties)
@@ -314,14 +329,21 @@ async def run_life(stack: LocalStack, probe, meter: Meter, count: int, rate: flo
         stack.advance_clock(SETTLEMENT_JUMP)
         await until(final, "every notification final in the feed")
         marks["final"] = meter.snapshot()
+        # Attempt -> notification for the pickup, read before the deletion removes them.
+        attempts = dict(
+            probe.execute("SELECT id::text, notificatie_id::text FROM nmc.poging").fetchall()
+        )
+        stack.advance_clock(ERASURE_JUMP)
+        await until(lambda: answer(probe, ERASED_SQL), "the erasure")
+        marks["erased"] = meter.snapshot()
+        stack.advance_clock(DELETION_JUMP)
+        await until(lambda: answer(probe, DELETED_SQL), "the deletion")
+        marks["deleted"] = meter.snapshot()
         reader.cancel()
         await asyncio.gather(reader, return_exceptions=True)
         requests = (await sims.get(f"{stack.notifynl_url}/_sim/requests")).json()
         callbacks = (await sims.get(f"{stack.notifynl_url}/_sim/callbacks")).json()["callbacks"]
     await sims.aclose()
-    attempts = dict(
-        probe.execute("SELECT id::text, notificatie_id::text FROM nmc.poging").fetchall()
-    )
     pickups = pickup_latencies(accepted, requests, attempts)
     singles = len(scenario.batches(main)[0])
     sends = sum(1 for r in requests if r["method"] == "POST" and r["path"] == SEND_PATH)
@@ -335,7 +357,9 @@ async def run_life(stack: LocalStack, probe, meter: Meter, count: int, rate: flo
                 ("intake, send, receipts", "start", "sent"),
                 ("reconciliation (+1 h 5 min)", "sent", "reconciled"),
                 ("settlement (+8 days), feed to the end", "reconciled", "final"),
-                ("whole life", "start", "final"),
+                ("erasure (+8 days)", "final", "erased"),
+                ("deletion after retention (+1 year)", "erased", "deleted"),
+                ("whole life", "start", "deleted"),
             )
         },
         "submit_seconds": round(marks["submitted"][0] - marks["start"][0], 1),

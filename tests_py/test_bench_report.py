@@ -156,6 +156,8 @@ def test_lifecycle_figures_and_rows(monkeypatch):
     report = importlib.import_module("report")
 
     parts = {"postgres": 6.0, "api": 1.0, "worker-1": 1.5, "worker-2": 1.5, "notifynl": 9.0}
+    # PostgreSQL by kind of process (inside "postgres", never counted twice).
+    parts |= {"pg: backend nmc_worker": 4.0, "pg: backend nmc_api": 2.0, "pg: walwriter": 0.0}
     whole = lifecycle.Window(100.0, parts)
     life = {
         "notificaties": 1000,
@@ -166,14 +168,27 @@ def test_lifecycle_figures_and_rows(monkeypatch):
         "receipts": 1000,
         "feed": {"events": 4000, "pages": 10, "acks": 10},
         "pickup_ms": {"count": 900, "p50": 250.0, "p99": 600.0},
-        "statements": [{"query": "SELECT nmc.claim()", "calls": 5000, "ms": 800.0, "rows": 1}],
-    }
+        "statements": [
+            {"query": "SELECT nmc.claim()", "calls": 5000, "ms": 800.0, "rows": 1,
+             "toplevel": True, "plan_ms": 0.0},
+            # Inside the functions (--nested): ordered by planning and running together.
+            {"query": "UPDATE nmc.taak", "calls": 1000, "ms": 100.0, "rows": 1000,
+             "toplevel": False, "plan_ms": 10.0},
+            {"query": "INSERT INTO nmc.event", "calls": 2000, "ms": 50.0, "rows": 2000,
+             "toplevel": False, "plan_ms": 200.0},
+        ],
+    }  # fmt: skip
     idle = {
         "window": lifecycle.Window(
-            20.0, {"postgres": 0.1, "api": 0.0, "worker-1": 0.05, "worker-2": 0.05, "ldv": 0.5}
+            20.0,
+            {"postgres": 0.1, "api": 0.0, "worker-1": 0.05, "worker-2": 0.05, "ldv": 0.5,
+             "pg: walwriter": 0.1},
         ),
-        "statements": [{"query": "SELECT nmc.claim()", "calls": 80, "ms": 40.0, "rows": 0}],
-    }
+        "statements": [
+            {"query": "SELECT nmc.claim()", "calls": 80, "ms": 40.0, "rows": 0,
+             "toplevel": True, "plan_ms": 0.0},
+        ],
+    }  # fmt: skip
     steps = {"intake single": 0.15, "intake batch item": 0.05, "send": 0.5, "receipt callback": 0.4}
     figures = lifecycle.summarise(idle, life, steps)
 
@@ -183,6 +198,15 @@ def test_lifecycle_figures_and_rows(monkeypatch):
     assert figures["idle"]["core_percent"]["nmc"] == 1.0  # 0.2 CPU s in 20 s
     assert figures["idle"]["statements_per_s"][0]["per_s"] == 4.0
     assert figures["statements"][0]["calls_per_notificatie"] == 5.0
+    assert len(figures["statements"]) == 1  # the top-level ones only
+    nested = figures["nested_statements"]
+    assert [s["query"] for s in nested] == ["INSERT INTO nmc.event", "UPDATE nmc.taak"]
+    assert nested[0]["plan_ms_per_notificatie"] == 0.2 and nested[1]["rows_per_call"] == 1.0
+    assert figures["postgres_ms_per_notificatie"] == {
+        "backend nmc_worker": 4.0, "backend nmc_api": 2.0
+    }  # fmt: skip
+    assert "pg: walwriter" not in figures["idle"]["core_percent"]
+    assert "inside the functions" in lifecycle.printed(figures)
     # The idle stack's rate over the life's 100 s: 1% of a core, 1 s, 1 ms per notification.
     assert figures["idle_share_of_life_ms"] == 1.0
 
