@@ -19,8 +19,8 @@ simulators) over a PostgreSQL cluster of its own that loads pg_stat_statements:
    submitted at a steady `rate`; the workers send, receipts come back; clock +1 h 5 min
    (reconciliation asks NotifyNL); clock +8 days (settlement after the term, NotifyNL's
    retention, maintenance); clock +8 days (the personal data erased); clock +1 year (every
-   notification deleted after the proof's retention); all the while a DV reads the feed and
-   acknowledges it;
+   notification deleted after the proof's retention); all the while the DV reads its feed and
+   acknowledges it, and takes the same events by webhook;
 3. the steps alone, on the same cluster (first, before any stack): batch and single intake
    (bench_intake), the send drain (bench_send.bench_drain) and receipt intake
    (bench_callback).
@@ -59,7 +59,12 @@ import psycopg
 from bench_callback import bench_callback
 from bench_intake import IntakeOptions, process_cpu
 from bench_send import bench_drain, cpu_seconds
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
+from nmc.adapters.webhook_validatie import ALLOWED_NETWORKS_ENV, Adresbeleid
 from nmc.admin import onboarding as admin
 from nmc.config import Settings
 from nmc.database import connection_url
@@ -67,6 +72,7 @@ from nmc_dev.demo import scenario
 from nmc_dev.demo.display import TERMINAL
 from nmc_dev.demo.dv import Dv, FeedReader
 from nmc_dev.embedded_db import EmbeddedCluster
+from nmc_dev.sim.server import start_in_thread
 from nmc_dev.stack import LocalStack
 from nmc_dev.stack.postgres import EmbeddedPostgres
 
@@ -79,6 +85,7 @@ DELETION_JUMP = timedelta(days=366)  # past the proof's retention (bewijs_bewaar
 POLL_S = 0.5  # the benchmark's own checks (on its probe connection, not counted)
 FEED_POLL_S = 0.5  # the DV reads its feed this often
 PHASE_TIMEOUT_S = 300.0
+LOOPBACK_NETWORK = "127.0.0.0/8"  # the webhook receiver's, which a webhook may not use otherwise
 LIFECYCLE_KINDS = ("verzenden", "receipt", "reconciliëren", "vaststellen", "ongeldig-melden")
 SEND_PATH = "/v2/notifications/email"
 
@@ -96,6 +103,7 @@ SELECT NOT EXISTS (SELECT 1 FROM nmc.notificatie WHERE sleutel_gewrapt IS NOT NU
    AND NOT EXISTS (SELECT 1 FROM nmc.taak WHERE soort = 'wissen' AND staat <> 'done')
 """
 DELETED_SQL = "SELECT NOT EXISTS (SELECT 1 FROM nmc.notificatie)"
+EVENTS_SQL = "SELECT count(*) FROM nmc.event"
 # Top-level statements of the NMC's roles only (not the probe's own, nor migrate's).
 STATEMENTS_SQL = """
 SELECT s.query, s.calls, s.total_exec_time, s.rows, s.toplevel, s.total_plan_time
@@ -275,12 +283,35 @@ async def until(condition, what: str, timeout_s: float = PHASE_TIMEOUT_S) -> Non
         await asyncio.sleep(POLL_S)
 
 
+class HookReceiver:
+    """The DV's webhook (besides its feed): answers the CloudEvents handshake, takes every
+    batch with a 204 and remembers which (notification, sequence) it was handed."""
+
+    def __init__(self) -> None:
+        self.seen: set[tuple[str, int]] = set()
+        self.calls = 0
+
+    def app(self) -> Starlette:
+        async def hook(request: Request) -> Response:
+            if request.method == "OPTIONS":
+                origin = request.headers.get("webhook-request-origin", "*")
+                return Response(headers={"WebHook-Allowed-Origin": origin})
+            self.calls += 1
+            for event in json.loads(await request.body()):
+                self.seen.add((str(event.get("subject")), int(event.get("sequence", 0))))
+            return Response(status_code=204)
+
+        return Starlette(routes=[Route("/hook", hook, methods=["POST", "OPTIONS"])])
+
+
 async def answer(probe: psycopg.Connection, query: str) -> bool:
     """A yes/no query of the probe's, as a condition for `until`."""
     return probe.execute(query).fetchone()[0]
 
 
-async def run_life(stack: LocalStack, probe, meter: Meter, count: int, rate: float) -> dict:
+async def run_life(
+    stack: LocalStack, probe, meter: Meter, count: int, rate: float, hook: HookReceiver
+) -> dict:
     plan = scenario.build_plan(count, scenario.new_run_id(), now=stack.now())
     response = httpx.post(f"{stack.profielservice_url}/_sim/parties", json=plan.parties)
     response.raise_for_status()
@@ -311,7 +342,9 @@ async def run_life(stack: LocalStack, probe, meter: Meter, count: int, rate: flo
                 return False
             await feed.read()
             known = feed.known
-            return all(n.id in known and known[n.id].status in TERMINAL for n in main)
+            if not all(n.id in known and known[n.id].status in TERMINAL for n in main):
+                return False
+            return len(hook.seen) >= probe.execute(EVENTS_SQL).fetchone()[0]
 
         reset_statements(probe)
         marks = {"start": meter.snapshot()}
@@ -366,6 +399,7 @@ async def run_life(stack: LocalStack, probe, meter: Meter, count: int, rate: flo
         "sends": sends,
         "receipts": sum(1 for c in callbacks if c["result"] == "delivered"),
         "feed": {"events": feed.events, "pages": feed.pages, "acks": feed.acks},
+        "webhook": {"events": len(hook.seen), "calls": hook.calls},
         "pickup_ms": {
             "count": len(pickups),
             "p50": round(1000 * statistics.median(pickups), 1) if pickups else None,
@@ -488,6 +522,8 @@ def run_stack(
     python: Path | None = None,
 ) -> tuple[dict, dict]:
     """One stack on the running cluster: its idle window, then the life; stopped after."""
+    hook = HookReceiver()
+    receiver = start_in_thread(hook.app())
     stack = StackOf(
         settings,
         python,
@@ -495,24 +531,32 @@ def run_stack(
         database=database,
         worker_args=worker_args,
         notify_templates=admin.notify_templates(scenario.dv_document()),
+        child_env={ALLOWED_NETWORKS_ENV: LOOPBACK_NETWORK},
     )
     try:
-        stack.start()
-        onboard(stack)
+        # The workers start once the DV is there: their first round gives its webhook a
+        # position before the first notification (a new webhook starts at the watermark).
+        stack.start(workers=False)
+        onboard(stack, receiver.url + "/hook")
+        stack.start_workers()
         with psycopg.connect(stack.admin_url, autocommit=True) as probe:
             probe.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
             meter = Meter(stack, probe)
             idle = measure_idle(meter, probe, idle_s)
-            life = asyncio.run(run_life(stack, probe, meter, count, rate))
+            life = asyncio.run(run_life(stack, probe, meter, count, rate, hook))
     finally:
-        stack.stop()  # its idle polling must not count in the next stack's or steps' figures
+        stack.stop()
+        receiver.stop()  # its idle polling must not count in the next stack's or steps' figures
     return idle, life
 
 
-def onboard(stack: LocalStack) -> None:
-    """The demo's DV, as `nmc demo` onboards it: its templates at NotifyNL first (the
-    onboarding reads their placeholders with the Notify services' keys)."""
-    document = scenario.dv_document()
+def onboard(stack: LocalStack, hook_url: str) -> None:
+    """The demo's DV, as `nmc demo` onboards it, with a webhook besides its feed: its
+    templates at NotifyNL first (the onboarding reads their placeholders with the Notify
+    services' keys)."""
+    document = scenario.dv_document() | {
+        "webhook": {"url": hook_url, "maxMislukt": 3, "maxBatch": 500}
+    }
     for template_id in {b["notifynlTemplateId"] for b in document["berichttypen"]}:
         httpx.post(
             f"{stack.notifynl_url}/_sim/templates",
@@ -521,7 +565,12 @@ def onboard(stack: LocalStack) -> None:
         ).raise_for_status()  # fmt: skip
     path = stack.state_dir / "dv.json"
     path.write_text(json.dumps(document))
-    admin.apply_dv(stack.admin_settings, path, notify_environ=stack.notify_environ())
+    admin.onboard_dv(
+        stack.admin_settings,
+        path,
+        beleid=Adresbeleid.parse(LOOPBACK_NETWORK),
+        notify_environ=stack.notify_environ(),
+    )
 
 
 class StackOf(LocalStack):
@@ -580,6 +629,7 @@ def summarise(idle: dict, life: dict, steps: dict) -> dict:
         "sends_per_notificatie": round(life["sends"] / n, 3),
         "receipts_per_notificatie": round(life["receipts"] / n, 3),
         "feed": life["feed"],
+        "webhook": life.get("webhook"),
         "life_seconds": round(whole.seconds, 1),
         "cpu_ms_per_notificatie": {
             name: {part: round(1000 * cpu / n, 3) for part, cpu in w.cpu.items()}
@@ -722,7 +772,8 @@ def printed(r: dict) -> str:
     return (
         f"{r['notificaties']} notifications at {r['rate_per_s']}/s ({r['single_share']:.0%} "
         f"one by one), life {r['life_seconds']} s; {r['sends_per_notificatie']} sends and "
-        f"{r['receipts_per_notificatie']} receipts per notification; feed {r['feed']}\n\n"
+        f"{r['receipts_per_notificatie']} receipts per notification; feed {r['feed']}; webhook "
+        f"{r['webhook']}\n\n"
         f"{life}\n\n{postgres}\n\n{steps}\n\n"
         f"lifecycle NMC CPU {r['nmc_cpu_ms_per_notificatie']:.3f} ms per "
         f"notification = {r['ratio_to_steps']:.2f}x the sum of the steps' own costs; the idle "
