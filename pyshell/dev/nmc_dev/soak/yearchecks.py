@@ -25,8 +25,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from nmc_dev.soak import yearstatements
 from nmc_dev.soak.checks import EXAMPLES, TERMINAL, Verdict, write_verdicts
 from nmc_dev.soak.privacy import Finding
+from nmc_dev.soak.yearstatements import StatementEvidence
 
 DAY = timedelta(days=1)
 DAY_SLACK = timedelta(hours=1)
@@ -153,6 +155,9 @@ class YearEvidence:
     erased_early: int = 0
     cpu: dict[str, Any] = field(default_factory=dict)
     month_notifications: dict[str, int] = field(default_factory=dict)
+    cpu_seconds: dict[str, float] = field(default_factory=dict)  # each month's real seconds
+    idle_rates: dict[int, float] = field(default_factory=dict)  # per probe day: the NMC's idle
+    statements: StatementEvidence = field(default_factory=StatementEvidence)
     maintenance: Mapping[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     throughput_share: float = THROUGHPUT_SHARE
@@ -410,17 +415,30 @@ def throughput(
     return verdict
 
 
-def cpu_per_notification(cpu: Mapping[str, Any], notifications: Mapping[str, int]) -> dict:
-    """Milliseconds of CPU per notification in the first and the last month, per part."""
+MONTH_MARKS = {"first": ("start", "first_end"), "last": ("last_start", "last_end")}
+
+
+def cpu_per_notification(
+    cpu: Mapping[str, Any],
+    notifications: Mapping[str, int],
+    seconds: Mapping[str, float] | None = None,
+    idle: float | None = None,
+) -> dict:
+    """Milliseconds of CPU per notification in the first and the last month, per part; with
+    the months' real `seconds` and the NMC's `idle` CPU-seconds per second (its rounds with
+    nothing to do), the NMC's also above idle."""
     result = {}
-    marks = {"first": ("start", "first_end"), "last": ("last_start", "last_end")}
-    for month, (start, end) in marks.items():
+    for month, (start, end) in MONTH_MARKS.items():
         if start not in cpu or end not in cpu or not notifications.get(month):
             continue
         used = cpu[end].minus(cpu[start])
         n = notifications[month]
+        above = None
+        if seconds and month in seconds and idle is not None:
+            above = 1000 * max(used.nmc - idle * seconds[month], 0.0) / n
         result[month] = {
             "nmc": 1000 * used.nmc / n,
+            "nmc_above_idle": above,
             "api": 1000 * used.api / n,
             "workers": 1000 * (used.workers + used.restarted) / n,
             "postgres": 1000 * used.postgres / n,
@@ -598,7 +616,8 @@ def print_summary(display, ev: YearEvidence, schedule, options, verdicts: list[V
         )
         out.write("\n\n")  # fmt: skip
     a, b = best(ev.probes, schedule.first_month()), best(ev.probes, schedule.last_month())
-    cpu = cpu_per_notification(ev.cpu, ev.month_notifications)
+    idle = min(ev.idle_rates.values()) if ev.idle_rates else None
+    cpu = cpu_per_notification(ev.cpu, ev.month_notifications, ev.cpu_seconds, idle)
     lines = []
     if a and b:
         lines += [
@@ -615,6 +634,12 @@ def print_summary(display, ev: YearEvidence, schedule, options, verdicts: list[V
         f, l_ = cpu["first"], cpu["last"]
         lines += [
             ("CPU per notification, NMC (ms)", f"{f['nmc']:.2f}", f"{l_['nmc']:.2f}"),
+        ]
+        if f["nmc_above_idle"] is not None and l_["nmc_above_idle"] is not None:
+            lines.append((f"  above idle ({1000 * idle:.0f} ms of CPU a second, the least "
+                          "before a probe)", f"{f['nmc_above_idle']:.2f}",
+                          f"{l_['nmc_above_idle']:.2f}"))  # fmt: skip
+        lines += [
             ("  API", f"{f['api']:.2f}", f"{l_['api']:.2f}"),
             ("  workers", f"{f['workers']:.2f}", f"{l_['workers']:.2f}"),
             ("  PostgreSQL", f"{f['postgres']:.2f}", f"{l_['postgres']:.2f}"),
@@ -628,6 +653,7 @@ def print_summary(display, ev: YearEvidence, schedule, options, verdicts: list[V
                       f"{_mean(last_steps):.2f}"))  # fmt: skip
     if lines:
         out.write(table(("figure", "first month", "last month"), lines, right=(1, 2)) + "\n\n")
+    out.write(yearstatements.report(ev.statements, ev.month_notifications) + "\n")
     write_verdicts(out, verdicts)
 
 
