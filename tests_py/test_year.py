@@ -352,6 +352,22 @@ def test_the_plan_days_stay_outside_both_months_where_they_can():
     assert ys.plan_days(ci.first_month(), ci.last_month(), 38) == {"last": 39}
 
 
+def test_a_day_off_the_plan_days_neither_catches_up_nor_checks_every_proof():
+    """The catch-up (every DV holds each final status: it waits for the paused ones and stops
+    every feed reader) and the check of every kept proof are the walk's end, not a day's: once
+    a day they made the CI-sized year stall from its second day on."""
+    from nmc_dev.soak.year import Year
+
+    year = object.__new__(Year)
+    year.plan_day = None
+
+    def not_now(*_args):
+        raise AssertionError("only at the end of the walk")
+
+    year._catch_up = year._all = year._verify_proofs = not_now
+    year._plans_after(5, {"last": 39})
+
+
 def test_cpu_per_notification_above_idle():
     marks = {name: yc_cpu(t) for name, t in
              {"start": 0, "first_end": 10, "last_start": 20, "last_end": 40}.items()}  # fmt: skip

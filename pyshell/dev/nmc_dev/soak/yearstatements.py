@@ -4,9 +4,10 @@ The year's own cluster preloads pg_stat_statements and auto_explain (STATEMENTS_
 pg_stat_statements counts every statement, the ones inside the PL/pgSQL functions too
 (`track = all`; not utility statements, and not the planning: `track_planning` costs every
 call of a hot statement a spinlock more, and a nested statement's planning is inside its
-caller's execution time); the harness's own measuring connection is not tracked. The counters are reset when the traffic starts and read at each
-month's start and end: a month's cost of a statement is the difference of the two readings
-(the CI size's months overlap, so a reset at the last month's start would lose the first's).
+caller's execution time); the harness's own measuring connection is not tracked. The
+counters are reset when the traffic starts and read at each month's start and end: a
+month's cost of a statement is the difference of the two readings (the CI size's months
+overlap, so a reset at the last month's start would lose the first's).
 
 auto_explain stays off but for a plan day of each month, outside the months' windows where
 the run is long enough (the day after the first month, the day before the last; else the
@@ -289,8 +290,8 @@ def report(ev: StatementEvidence, notifications: Mapping[str, int], top: int = T
     grown = growth(first, last, notifications)[:top]
     out = [
         "Statements (pg_stat_statements, every statement inside the functions too; ms of "
-        "execution (nested planning in its caller's) per notification, first month -> last; per call: ms, rows, "
-        "shared blocks hit/read):",
+        "execution per notification (a nested statement's planning in its caller's), first "
+        "month -> last; per call: ms, rows, shared blocks hit/read):",
         f"  all top-level statements: {totals(first, n_first):.2f} -> "
         f"{totals(last, n_last):.2f} ms per notification"
         + (f"; {ev.evicted} entries evicted (windows incomplete)" if ev.evicted else ""),
