@@ -141,6 +141,17 @@ def test_the_partition_drop_check():
     kept = [step(s.day, live=s.live, kept=s.live) for s in late_steps]
     verdict = yc.partition_drops(late, TERM, kept)
     assert verdict.ok and "by a kept notification: 1" in verdict.figure
+    # Freed during a day (its last kept notification deleted after that day's partition
+    # job): a day from the last day it was needed, then late again.
+    freed = [step(s.day, live=s.live, kept=s.live if s.day < 15 else frozenset({"p0"}))
+             for s in late_steps]  # fmt: skip
+    verdict = yc.partition_drops(late, TERM, freed)
+    assert verdict.ok, verdict.examples
+    longer = {"p0": first, "p1": partition("p1", 3, 17)}
+    freed_late = [step(d, live=frozenset({"p0", "p1"} if d < 17 else {"p0"}),
+                       kept=frozenset({"p0", "p1"} if d < 15 else {"p0"}))
+                  for d in range(20)]  # fmt: skip
+    assert not yc.partition_drops(longer, TERM, freed_late).ok, "two days after it was freed"
     assert not yc.partition_drops({"p0": first}, TERM, steps).ok, "nothing dropped at all"
     unread = yc.PartitionRecord("p1", 0, 1, 0, T0, dropped_at=T0 + 5 * yc.DAY)
     assert not yc.partition_drops({"p0": first, "p1": unread}, TERM, steps).ok, "unread"

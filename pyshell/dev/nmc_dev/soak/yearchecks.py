@@ -195,7 +195,8 @@ def partition_drops(
     is left that passed it more than a day ago unless a live cursor still needs it (SPEC §8:
     an acknowledgement or a webhook position younger than its DV's max cursor age) or it
     holds an event of a notification still kept (SPEC §7: its proof is the whole chain, from
-    sequence 1, for as long as it is kept; the `proofs` check verifies those chains)."""
+    sequence 1, for as long as it is kept; the `proofs` check verifies those chains), or it
+    was needed so at the end of the day before (freed in the day, it is dropped the next)."""
     verdict = Verdict("partitions dropped once their youngest event passed the term, only then")
     dropped = [p for p in partitions.values() if p.dropped_at is not None]
     for p in dropped:
@@ -204,18 +205,26 @@ def partition_drops(
         elif p.youngest is not None and p.dropped_at < p.youngest + term:
             verdict.violation(f"{p.naam}: dropped {p.youngest + term - p.dropped_at} early")
     late: set[str] = set()
+    needed: dict[str, datetime] = {}  # the end of the last day a cursor or a proof held it
     held_days = kept_days = 0
     for step in steps:
         for naam in sorted(step.live):
             p = partitions.get(naam)
             if p is None or not p.measured or p.youngest is None:
                 continue
+            freed_after = needed.get(naam)
+            if naam in step.held or naam in step.kept:
+                needed[naam] = step.nu
             if p.youngest + term + DAY + DAY_SLACK >= step.nu:
                 continue
             if naam in step.held:
                 held_days += 1
             elif naam in step.kept:
                 kept_days += 1
+            elif freed_after is not None and freed_after + DAY + DAY_SLACK >= step.nu:
+                # Freed during the day (its last kept notification deleted after that day's
+                # partition job ran): it goes with the next, within a day, as from its term.
+                continue
             elif naam not in late:
                 late.add(naam)
                 verdict.violation(
