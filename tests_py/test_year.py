@@ -330,23 +330,29 @@ def test_plans_are_read_from_the_server_log_per_statement_with_constants_masked(
 
 
 def test_statement_growth_per_notification_between_the_months():
-    def stat(calls, ms, plan_ms=0.0):
-        return ys.Stat("SELECT 1", calls, calls, ms, plan_ms, calls, 10 * calls, 0)
+    def stat(calls, ms, plan_ms=0.0, query="SELECT 2"):
+        return ys.Stat(query, calls, calls, ms, plan_ms, calls, 10 * calls, 0)
 
     ev = ys.StatementEvidence()
     ev.marks = {
         "start": {},
-        "first_end": {(1, True): stat(100, 50.0), (2, False): stat(300, 30.0)},
-        "last_start": {(1, True): stat(500, 250.0), (2, False): stat(1500, 150.0)},
-        # Statement 2 got dearer per call (planned at every call), 1 did not.
-        "last_end": {(1, True): stat(600, 300.0), (2, False): stat(1800, 450.0, 60.0),
-                     (3, False): stat(5, 1.0)},
+        "first_end": {(1, True): stat(100, 50.0, query="SELECT 1"), (2, False): stat(300, 30.0)},
+        "last_start": {(1, True): stat(500, 250.0, query="SELECT 1"),
+                       (2, False): stat(1500, 150.0)},
+        # Statement 2 got dearer per call (planned at every call), 1 did not; in the last
+        # month part of 2's calls came under another query id (20: a parameter's type).
+        "last_end": {(1, True): stat(600, 300.0, query="SELECT 1"),
+                     (2, False): stat(1700, 400.0, 40.0), (20, False): stat(100, 50.0, 20.0),
+                     (3, False): stat(5, 1.0, query="SELECT 3")},
     }  # fmt: skip
     first, last = ev.window("first"), ev.window("last")
-    assert last[(2, False)].calls == 300 and last[(2, False)].ms == 360.0
-    assert (3, False) in last and (3, False) not in first
+    [two] = ys.by_text({(2, False): stat(1, 0.0)})
+    [three] = ys.by_text({(3, False): stat(1, 0.0, query="SELECT 3")})
+    assert len(last) == 3, "the rows are keyed by the statement's text, not its query id"
+    assert last[two].calls == 300 and last[two].ms == pytest.approx(360.0)
+    assert three in last and three not in first
     grown = ys.growth(first, last, {"first": 100, "last": 100})
-    assert [g.key for g in grown][:1] == [(2, False)]
+    assert [g.key for g in grown][:1] == [two]
     assert grown[0].first_ms == pytest.approx(0.3) and grown[0].last_ms == pytest.approx(3.6)
     assert ys.totals(last, 100) == pytest.approx(0.5), "top-level statements only"
     text = ys.report(ev, {"first": 100, "last": 100})

@@ -23,6 +23,7 @@ A statement's cost per notification is its execution time in the month over
 the notifications accepted in it; the report ranks the statements by how much that grew.
 """
 
+import hashlib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -253,7 +254,25 @@ class StatementEvidence:
         start, end = {"first": ("start", "first_end"), "last": ("last_start", "last_end")}[month]
         if start not in self.marks or end not in self.marks:
             return None
-        return difference(self.marks[end], self.marks[start])
+        return by_text(difference(self.marks[end], self.marks[start]))
+
+
+def by_text(window: Snapshot) -> Snapshot:
+    """One row per statement text (and level): PostgreSQL gives the same statement another
+    query id when a parameter's type differs (psycopg sends a list of small ids as int2[],
+    of larger ones as int4[]), so the ids of the first month are not the last's. The key's
+    id is then a hash of the text, the same in both months."""
+    merged: Snapshot = {}
+    for (_, top), stat in window.items():
+        key = (int.from_bytes(hashlib.blake2b(stat.query.encode(), digest_size=8).digest(),
+                              "big", signed=True), top)  # fmt: skip
+        seen = merged.get(key)
+        merged[key] = stat if seen is None else Stat(
+            stat.query, seen.calls + stat.calls, seen.plans + stat.plans,
+            seen.exec_ms + stat.exec_ms, seen.plan_ms + stat.plan_ms, seen.rows + stat.rows,
+            seen.hit + stat.hit, seen.read + stat.read,
+        )  # fmt: skip
+    return merged
 
 
 def growth(first: Snapshot, last: Snapshot, notifications: Mapping[str, int]) -> list[Growth]:
