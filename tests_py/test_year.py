@@ -18,6 +18,7 @@ import yaml
 from nmc.errors import NmcError
 from nmc_client.bewijs import BewijsOngeldig, check_inhoud
 from nmc_dev.soak import yearchecks as yc
+from nmc_dev.soak import yearstatements as ys
 from nmc_dev.soak.consumer import Held
 from nmc_dev.soak.year import Schedule, read_maintenance_log
 from nmc_dev.soak.yearmeter import compose_worker_shape, worker_shape
@@ -140,6 +141,17 @@ def test_the_partition_drop_check():
     kept = [step(s.day, live=s.live, kept=s.live) for s in late_steps]
     verdict = yc.partition_drops(late, TERM, kept)
     assert verdict.ok and "by a kept notification: 1" in verdict.figure
+    # Freed during a day (its last kept notification deleted after that day's partition
+    # job): a day from the last day it was needed, then late again.
+    freed = [step(s.day, live=s.live, kept=s.live if s.day < 15 else frozenset({"p0"}))
+             for s in late_steps]  # fmt: skip
+    verdict = yc.partition_drops(late, TERM, freed)
+    assert verdict.ok, verdict.examples
+    longer = {"p0": first, "p1": partition("p1", 3, 17)}
+    freed_late = [step(d, live=frozenset({"p0", "p1"} if d < 17 else {"p0"}),
+                       kept=frozenset({"p0", "p1"} if d < 15 else {"p0"}))
+                  for d in range(20)]  # fmt: skip
+    assert not yc.partition_drops(longer, TERM, freed_late).ok, "two days after it was freed"
     assert not yc.partition_drops({"p0": first}, TERM, steps).ok, "nothing dropped at all"
     unread = yc.PartitionRecord("p1", 0, 1, 0, T0, dropped_at=T0 + 5 * yc.DAY)
     assert not yc.partition_drops({"p0": first, "p1": unread}, TERM, steps).ok, "unread"
@@ -279,6 +291,115 @@ def test_the_maintenance_log_is_summed_per_job_and_table(tmp_path):
         "retentie.notificaties": 3, "retentie.taken": 7, "partities.aangemaakt": 1,
         "partities.verwijderd": 1, "herwrappen.herwrapt": 4, "herwrappen.niet_te_openen": 0,
     }  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------
+# The cost per statement, first month against last
+
+
+PLAN_LOG = (
+    "2027-01-01 10:00:00.000 UTC [7] LOG:  checkpoint starting: time\n"
+    "2027-01-01 10:00:01.000 UTC [8] LOG:  duration: 0.900 ms  plan:\n"
+    "\tQuery Text: SELECT x.* FROM nmc.event AS x\n"
+    "\t            WHERE x.notificatie_id = p_id AND x.naar = 'bezorgd'\n"
+    "\tAppend  (cost=0.00..9.00 rows=2 width=8) (actual time=0.1..0.2 rows=1 loops=1)\n"
+    "\t  ->  Index Scan using a on event_x1  (cost=0.00..4.00 rows=1 width=8)\n"
+    "\t        Index Cond: (notificatie_id = 'geheim@example.org'::text)\n"
+    "2027-01-01 10:00:02.000 UTC [8] LOG:  duration: 0.100 ms  plan:\n"
+    "\tQuery Text: SELECT x.* FROM nmc.event AS x WHERE x.notificatie_id = p_id\n"
+    "\t AND x.naar = 'verzonden'\n"
+    "\tResult  (cost=0.00..0.01 rows=1 width=8)\n"
+    "2027-01-01 10:00:03.000 UTC [8] LOG:  duration: 0.500 ms  plan:\n"
+    "\tQuery Text: SELECT x.* FROM nmc.event AS x WHERE x.notificatie_id = p_id AND x.naar = 'a'\n"
+    "\tSeq Scan on event_x1  (cost=0.00..1.00 rows=1 width=8)\n"
+    "2027-01-01 10:00:04.000 UTC [8] ERROR:  something else\n"
+)
+
+
+def test_plans_are_read_from_the_server_log_per_statement_with_constants_masked():
+    plans = ys.parse_plans(PLAN_LOG)
+    # pg_stat_statements shows the same statement with its constant as a parameter.
+    key = ys.statement_key("SELECT x.* FROM nmc.event AS x WHERE x.notificatie_id = p_id "
+                           "AND x.naar = $1")  # fmt: skip
+    assert list(plans) == [key] and len(plans[key]) == 3
+    [plan] = ys.representative_plans(plans).values()
+    assert plan.startswith("(3 calls logged; this one 0.500 ms)"), "the median call"
+    assert "Seq Scan on event_x1" in plan
+    first = ys.representative_plans({key: plans[key][:1]})[key]
+    assert "geheim" not in first and "'…'" in first, "a constant in a plan is masked"
+
+
+def test_statement_growth_per_notification_between_the_months():
+    def stat(calls, ms, plan_ms=0.0, query="SELECT 2"):
+        return ys.Stat(query, calls, calls, ms, plan_ms, calls, 10 * calls, 0)
+
+    ev = ys.StatementEvidence()
+    ev.marks = {
+        "start": {},
+        "first_end": {(1, True): stat(100, 50.0, query="SELECT 1"), (2, False): stat(300, 30.0)},
+        "last_start": {(1, True): stat(500, 250.0, query="SELECT 1"),
+                       (2, False): stat(1500, 150.0)},
+        # Statement 2 got dearer per call (planned at every call), 1 did not; in the last
+        # month part of 2's calls came under another query id (20: a parameter's type).
+        "last_end": {(1, True): stat(600, 300.0, query="SELECT 1"),
+                     (2, False): stat(1700, 400.0, 40.0), (20, False): stat(100, 50.0, 20.0),
+                     (3, False): stat(5, 1.0, query="SELECT 3")},
+    }  # fmt: skip
+    first, last = ev.window("first"), ev.window("last")
+    [two] = ys.by_text({(2, False): stat(1, 0.0)})
+    [three] = ys.by_text({(3, False): stat(1, 0.0, query="SELECT 3")})
+    assert len(last) == 3, "the rows are keyed by the statement's text, not its query id"
+    assert last[two].calls == 300 and last[two].ms == pytest.approx(360.0)
+    assert three in last and three not in first
+    grown = ys.growth(first, last, {"first": 100, "last": 100})
+    assert [g.key for g in grown][:1] == [two]
+    assert grown[0].first_ms == pytest.approx(0.3) and grown[0].last_ms == pytest.approx(3.6)
+    assert ys.totals(last, 100) == pytest.approx(0.5), "top-level statements only"
+    text = ys.report(ev, {"first": 100, "last": 100})
+    assert "+3.300" in text and "0.50 ms per notification" in text
+    assert "not measured" in ys.report(ys.StatementEvidence(), {})
+
+
+def test_the_plan_days_stay_outside_both_months_where_they_can():
+    full = Schedule(400, 365.25)
+    days = ys.plan_days(full.first_month(), full.last_month(), 400)
+    assert days == {"first": 31, "last": 370}
+    assert not set(days.values()) & set(full.probe_days)
+    ci = Schedule(38, 10.0)  # the months overlap: the last month's plans after the traffic
+    assert ys.plan_days(ci.first_month(), ci.last_month(), 38) == {"last": 39}
+
+
+def test_a_day_off_the_plan_days_neither_catches_up_nor_checks_every_proof():
+    """The catch-up (every DV holds each final status: it waits for the paused ones and stops
+    every feed reader) and the check of every kept proof are the walk's end, not a day's: once
+    a day they made the CI-sized year stall from its second day on."""
+    from nmc_dev.soak.year import Year
+
+    year = object.__new__(Year)
+    year.plan_day = None
+
+    def not_now(*_args):
+        raise AssertionError("only at the end of the walk")
+
+    year._catch_up = year._all = year._verify_proofs = not_now
+    year._plans_after(5, {"last": 39})
+
+
+def test_cpu_per_notification_above_idle():
+    marks = {name: yc_cpu(t) for name, t in
+             {"start": 0, "first_end": 10, "last_start": 20, "last_end": 40}.items()}  # fmt: skip
+    cpu = yc.cpu_per_notification(marks, {"first": 100, "last": 100},
+                                  {"first": 50.0, "last": 50.0}, idle=0.1)  # fmt: skip
+    assert cpu["first"]["nmc"] == pytest.approx(100.0)
+    assert cpu["first"]["nmc_above_idle"] == pytest.approx(50.0), "10 s less 5 s of idle"
+    assert cpu["last"]["nmc_above_idle"] == pytest.approx(150.0)
+    assert yc.cpu_per_notification(marks, {"first": 100})["first"]["nmc_above_idle"] is None
+
+
+def yc_cpu(seconds: float):
+    from nmc_dev.soak.yearmeter import CpuSample
+
+    return CpuSample(0.0, 0.0, seconds, 0.0, 0.0)
 
 
 # ---------------------------------------------------------------------------------------

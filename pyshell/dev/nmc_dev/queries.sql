@@ -333,6 +333,33 @@ WHERE n.dv_id = %(dv_id)s::integer AND n.batch_id = ANY(%(batches)s::uuid[])
 -- year_dv_ids --
 SELECT d.oin, d.dv_id FROM nmc.dienstverlener AS d
 
+-- year_statements_extension --
+-- The year's own cluster preloads pg_stat_statements (nmc_dev.soak.yearstatements).
+CREATE EXTENSION IF NOT EXISTS pg_stat_statements WITH SCHEMA public
+
+-- year_statements_untracked --
+-- The harness's measuring connection: its own statements are not the NMC's cost.
+SET pg_stat_statements.track = 'none'
+
+-- year_statements_no_plans --
+SET auto_explain.log_min_duration = -1
+
+-- year_statements_reset --
+SELECT public.pg_stat_statements_reset()
+
+-- year_statements --
+-- Every statement's counters so far in this database (the ones inside functions too).
+SELECT s.queryid, s.toplevel, s.query, s.calls, s.plans, s.total_exec_time AS exec_ms,
+    s.total_plan_time AS plan_ms, s.rows, s.shared_blks_hit AS hit,
+    s.shared_blks_read AS read
+FROM public.pg_stat_statements AS s
+INNER JOIN pg_catalog.pg_database AS d ON d.oid = s.dbid
+WHERE d.datname = pg_catalog.current_database()
+
+-- year_statements_evicted --
+-- Entries pg_stat_statements dropped for room (a window's differences miss them).
+SELECT i.dealloc FROM public.pg_stat_statements_info AS i
+
 -- ------------------------------------------------------------------------------------
 -- The peak day of one NotifyNL service (nmc_dev.peakday; admin connection): the claim
 -- functions driven directly on the NMC clock, each step one transaction.

@@ -53,7 +53,7 @@ from nmc_dev.interrupt import EXIT_INTERRUPTED, raise_interrupt
 from nmc_dev.pg_binaries import server_bindir
 from nmc_dev.queries import QUERIES
 from nmc_dev.sim.server import start_in_thread
-from nmc_dev.soak import evidence, privacy, proofs, workload, yearchecks
+from nmc_dev.soak import evidence, privacy, proofs, workload, yearchecks, yearstatements
 from nmc_dev.soak.checks import Verdict, exit_code
 from nmc_dev.soak.consumer import RETRY
 from nmc_dev.soak.httpcount import HttpCounts, counting_client
@@ -201,6 +201,7 @@ def run(settings: Settings, options: YearOptions, out: TextIO = sys.stdout) -> i
         # receiver on this machine's loopback, which a webhook may not point at otherwise.
         child_env={**shape.settings, ALLOWED_NETWORKS_ENV: LOOPBACK_NETWORK},
         notify_templates=admin.notify_templates(*(dv.document() for dv in dvs)),
+        preload=yearstatements.STATEMENTS_PRELOAD,  # what each statement costs, and its plan
     )
     display = Display(out, tty=options.tty)
     year = Year(stack, shape, options, display)
@@ -237,6 +238,8 @@ class Year:
         self.work: workload.Workload | None = None
         self.jobs: list[list[list[workload.Notificatie]]] = []
         self.cpu_marks: dict[str, CpuSample] = {}
+        self.mark_times: dict[str, float] = {}  # time.monotonic() of each CPU mark
+        self.plan_day: yearstatements.PlanDay | None = None
         self.truth_since: datetime | None = None
         self.proofs_checked: set[str] = set()  # the ids whose proof was checked on a last day
         self.unexpected_exits: list[str] = []
@@ -271,9 +274,13 @@ class Year:
 
     def _walk(self) -> None:
         schedule, options = self.schedule, self.options
-        self.cpu_marks["start"] = self._cpu()
+        plan_days = yearstatements.plan_days(schedule.first_month(), schedule.last_month(),
+                                             options.days)  # fmt: skip
+        yearstatements.reset(self.conn)
+        self._mark("start")
         for day in range(1, options.days + 1):
             started = time.monotonic()
+            self._plans_before(day, plan_days)
             self._events_before(day)
             self._advance(DAY)
             accepted = self._submit(self.jobs[day - 1])
@@ -286,22 +293,46 @@ class Year:
             if day in schedule.probe_days:
                 self._probe(day)
             self._forget()
+            self._plans_after(day, plan_days)
             if day == schedule.first_month()[-1]:
-                self.cpu_marks["first_end"] = self._cpu()
+                self._mark("first_end")
             if day == schedule.last_month()[0] - 1:
-                self.cpu_marks["last_start"] = self._cpu()
+                self._mark("last_start")
             self._progress(day)
-        self.cpu_marks["last_end"] = self._cpu()
+        self._mark("last_end")
+        self.evidence.statements.evicted = yearstatements.evicted(self.conn)
         for tail in range(1, TAIL_DAYS_MAX + 1):  # no more traffic: every notification ends
+            self._plans_before(options.days + tail, plan_days)
             self._advance(DAY)
             self._until_quiet(f"day {options.days + tail}")
             self._measure(options.days + tail, 0, 0.0, tail=True)
             self._proofs_last_day(options.days + tail)
+            self._plans_after(options.days + tail, plan_days)
             if self._all_final():
                 break
         self._catch_up()
         kept = self._all("year_kept")
         self.evidence.proofs_at_end = self._verify_proofs(kept, "at the end")
+
+    def _mark(self, name: str) -> None:
+        """The NMC's CPU and every statement's counters at a month's start or end."""
+        self.cpu_marks[name] = self._cpu()
+        self.mark_times[name] = time.monotonic()
+        self.evidence.statements.marks[name] = yearstatements.snapshot(self.conn)
+
+    def _plans_before(self, day: int, plan_days: dict[str, int]) -> None:
+        if day in plan_days.values():
+            self.plan_day = yearstatements.PlanDay(self.stack.postgres.cluster.log_file)
+            self.plan_day.start(self.conn)
+
+    def _plans_after(self, day: int, plan_days: dict[str, int]) -> None:
+        for month, plan_day in plan_days.items():
+            if day == plan_day and self.plan_day:
+                self.evidence.statements.plans[month] = self.plan_day.end(self.conn)
+                self.plan_day = None
+                self.display.note(f"day {day}: the plans of "
+                                  f"{len(self.evidence.statements.plans[month]):,} statements "
+                                  f"logged for the {month} month")  # fmt: skip
 
     # ------------------------------------------------------------------ setup
 
@@ -313,6 +344,8 @@ class Year:
         self.conn.execute(sql.SQL("ALTER SYSTEM SET autovacuum_naptime = {}").format(
             sql.Literal(AUTOVACUUM_NAPTIME)))  # fmt: skip
         self.conn.execute("SELECT pg_catalog.pg_reload_conf()")
+        yearstatements.untrack(self.conn)
+        yearstatements.configure(self.conn)
 
     def _configure(self) -> None:
         settings = self._one("year_settings", termijn=self.options.term)
@@ -617,6 +650,7 @@ class Year:
         try:
             self._until_vacuumed()
             idle = self._idle_cpu()
+            self.evidence.idle_rates[day] = idle
             self._hold_workers(signal.SIGSTOP)
             try:
                 phase = self._phase()
@@ -774,6 +808,11 @@ class Year:
         ev.webhook_calls = {oin: (h.calls, h.refused) for oin, h in self.webhook_dvs.items()}
         ev.accepted = self.intake.accepted if self.intake else 0
         ev.cpu = self.cpu_marks
+        ev.cpu_seconds = {
+            month: self.mark_times[end] - self.mark_times[start]
+            for month, (start, end) in yearchecks.MONTH_MARKS.items()
+            if start in self.mark_times and end in self.mark_times
+        }
         ev.month_notifications = self._month_notifications()
         for name in [*stack.worker_names, "api"]:
             stack.stop_child(name)
@@ -811,7 +850,10 @@ class Year:
         figures = {"days": days, "partitions": partitions,
                    "probes": [p.__dict__ for p in ev.probes],
                    "cpu_marks": {k: v.__dict__ for k, v in ev.cpu.items()},
-                   "month_notifications": ev.month_notifications}  # fmt: skip
+                   "month_notifications": ev.month_notifications,
+                   "cpu_seconds": ev.cpu_seconds,
+                   "statements": yearstatements.as_json(ev.statements, ev.month_notifications),
+                   "plans": ev.statements.plans}  # fmt: skip
         path.write_text(json.dumps(figures, indent=1))
 
     def _acknowledged(self) -> dict[str, int]:

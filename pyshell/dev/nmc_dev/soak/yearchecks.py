@@ -25,8 +25,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from nmc_dev.soak import yearstatements
 from nmc_dev.soak.checks import EXAMPLES, TERMINAL, Verdict, write_verdicts
 from nmc_dev.soak.privacy import Finding
+from nmc_dev.soak.yearstatements import StatementEvidence
 
 DAY = timedelta(days=1)
 DAY_SLACK = timedelta(hours=1)
@@ -153,6 +155,9 @@ class YearEvidence:
     erased_early: int = 0
     cpu: dict[str, Any] = field(default_factory=dict)
     month_notifications: dict[str, int] = field(default_factory=dict)
+    cpu_seconds: dict[str, float] = field(default_factory=dict)  # each month's real seconds
+    idle_rates: dict[int, float] = field(default_factory=dict)  # per probe day: the NMC's idle
+    statements: StatementEvidence = field(default_factory=StatementEvidence)
     maintenance: Mapping[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     throughput_share: float = THROUGHPUT_SHARE
@@ -190,7 +195,8 @@ def partition_drops(
     is left that passed it more than a day ago unless a live cursor still needs it (SPEC §8:
     an acknowledgement or a webhook position younger than its DV's max cursor age) or it
     holds an event of a notification still kept (SPEC §7: its proof is the whole chain, from
-    sequence 1, for as long as it is kept; the `proofs` check verifies those chains)."""
+    sequence 1, for as long as it is kept; the `proofs` check verifies those chains), or it
+    was needed so at the end of the day before (freed in the day, it is dropped the next)."""
     verdict = Verdict("partitions dropped once their youngest event passed the term, only then")
     dropped = [p for p in partitions.values() if p.dropped_at is not None]
     for p in dropped:
@@ -199,18 +205,26 @@ def partition_drops(
         elif p.youngest is not None and p.dropped_at < p.youngest + term:
             verdict.violation(f"{p.naam}: dropped {p.youngest + term - p.dropped_at} early")
     late: set[str] = set()
+    needed: dict[str, datetime] = {}  # the end of the last day a cursor or a proof held it
     held_days = kept_days = 0
     for step in steps:
         for naam in sorted(step.live):
             p = partitions.get(naam)
             if p is None or not p.measured or p.youngest is None:
                 continue
+            freed_after = needed.get(naam)
+            if naam in step.held or naam in step.kept:
+                needed[naam] = step.nu
             if p.youngest + term + DAY + DAY_SLACK >= step.nu:
                 continue
             if naam in step.held:
                 held_days += 1
             elif naam in step.kept:
                 kept_days += 1
+            elif freed_after is not None and freed_after + DAY + DAY_SLACK >= step.nu:
+                # Freed during the day (its last kept notification deleted after that day's
+                # partition job ran): it goes with the next, within a day, as from its term.
+                continue
             elif naam not in late:
                 late.add(naam)
                 verdict.violation(
@@ -410,17 +424,30 @@ def throughput(
     return verdict
 
 
-def cpu_per_notification(cpu: Mapping[str, Any], notifications: Mapping[str, int]) -> dict:
-    """Milliseconds of CPU per notification in the first and the last month, per part."""
+MONTH_MARKS = {"first": ("start", "first_end"), "last": ("last_start", "last_end")}
+
+
+def cpu_per_notification(
+    cpu: Mapping[str, Any],
+    notifications: Mapping[str, int],
+    seconds: Mapping[str, float] | None = None,
+    idle: float | None = None,
+) -> dict:
+    """Milliseconds of CPU per notification in the first and the last month, per part; with
+    the months' real `seconds` and the NMC's `idle` CPU-seconds per second (its rounds with
+    nothing to do), the NMC's also above idle."""
     result = {}
-    marks = {"first": ("start", "first_end"), "last": ("last_start", "last_end")}
-    for month, (start, end) in marks.items():
+    for month, (start, end) in MONTH_MARKS.items():
         if start not in cpu or end not in cpu or not notifications.get(month):
             continue
         used = cpu[end].minus(cpu[start])
         n = notifications[month]
+        above = None
+        if seconds and month in seconds and idle is not None:
+            above = 1000 * max(used.nmc - idle * seconds[month], 0.0) / n
         result[month] = {
             "nmc": 1000 * used.nmc / n,
+            "nmc_above_idle": above,
             "api": 1000 * used.api / n,
             "workers": 1000 * (used.workers + used.restarted) / n,
             "postgres": 1000 * used.postgres / n,
@@ -598,7 +625,8 @@ def print_summary(display, ev: YearEvidence, schedule, options, verdicts: list[V
         )
         out.write("\n\n")  # fmt: skip
     a, b = best(ev.probes, schedule.first_month()), best(ev.probes, schedule.last_month())
-    cpu = cpu_per_notification(ev.cpu, ev.month_notifications)
+    idle = min(ev.idle_rates.values()) if ev.idle_rates else None
+    cpu = cpu_per_notification(ev.cpu, ev.month_notifications, ev.cpu_seconds, idle)
     lines = []
     if a and b:
         lines += [
@@ -615,6 +643,12 @@ def print_summary(display, ev: YearEvidence, schedule, options, verdicts: list[V
         f, l_ = cpu["first"], cpu["last"]
         lines += [
             ("CPU per notification, NMC (ms)", f"{f['nmc']:.2f}", f"{l_['nmc']:.2f}"),
+        ]
+        if f["nmc_above_idle"] is not None and l_["nmc_above_idle"] is not None:
+            lines.append((f"  above idle ({1000 * idle:.0f} ms of CPU a second, the least "
+                          "before a probe)", f"{f['nmc_above_idle']:.2f}",
+                          f"{l_['nmc_above_idle']:.2f}"))  # fmt: skip
+        lines += [
             ("  API", f"{f['api']:.2f}", f"{l_['api']:.2f}"),
             ("  workers", f"{f['workers']:.2f}", f"{l_['workers']:.2f}"),
             ("  PostgreSQL", f"{f['postgres']:.2f}", f"{l_['postgres']:.2f}"),
@@ -628,6 +662,7 @@ def print_summary(display, ev: YearEvidence, schedule, options, verdicts: list[V
                       f"{_mean(last_steps):.2f}"))  # fmt: skip
     if lines:
         out.write(table(("figure", "first month", "last month"), lines, right=(1, 2)) + "\n\n")
+    out.write(yearstatements.report(ev.statements, ev.month_notifications) + "\n")
     write_verdicts(out, verdicts)
 
 

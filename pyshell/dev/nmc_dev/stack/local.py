@@ -64,6 +64,7 @@ class LocalStack:
         worker_args: tuple[str, ...] = (),
         child_env: Mapping[str, str] | None = None,
         notify_templates: Mapping[str, Sequence[str]] | None = None,
+        preload: tuple[str, ...] = (),
     ) -> None:
         # The local stack is for demos and tests: its clock may move.
         self.settings = replace(settings, test_clock=True)
@@ -72,7 +73,8 @@ class LocalStack:
         self.worker_names = [f"worker-{n}" for n in range(1, workers + 1)]
         self.worker_args = worker_args
         self.child_env = dict(child_env or {})  # extra settings for every child (a soak's)
-        self.postgres = None if settings.database_url else EmbeddedPostgres(settings)
+        # `preload`: the embedded cluster's shared_preload_libraries (a measuring run's).
+        self.postgres = None if settings.database_url else EmbeddedPostgres(settings, preload)
         # Fixed for the stack's life, so a restarted part is found at the same URL.
         self.ports = dict(zip(("api", *SIMULATORS), _free_ports(4), strict=True))
         self.api_url = f"http://{LOOPBACK}:{self.ports['api']}"

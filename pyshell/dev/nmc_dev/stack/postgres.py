@@ -16,8 +16,8 @@ from nmc_dev.embedded_db import EmbeddedCluster, Status
 class EmbeddedPostgres:
     name = "postgres"
 
-    def __init__(self, settings: Settings) -> None:
-        self.cluster = EmbeddedCluster(settings)
+    def __init__(self, settings: Settings, preload: tuple[str, ...] = ()) -> None:
+        self.cluster = EmbeddedCluster(settings, preload=preload)
         self.owned = False  # started by this stack, so stopped by it too
 
     @property
