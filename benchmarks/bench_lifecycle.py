@@ -59,10 +59,6 @@ import psycopg
 from bench_callback import bench_callback
 from bench_intake import IntakeOptions, process_cpu
 from bench_send import bench_drain, cpu_seconds
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Route
 
 from nmc.adapters.webhook_validatie import ALLOWED_NETWORKS_ENV, Adresbeleid
 from nmc.admin import onboarding as admin
@@ -73,6 +69,8 @@ from nmc_dev.demo.display import TERMINAL
 from nmc_dev.demo.dv import Dv, FeedReader
 from nmc_dev.embedded_db import EmbeddedCluster
 from nmc_dev.sim.server import start_in_thread
+from nmc_dev.soak.year import LOOPBACK_NETWORK
+from nmc_dev.soak.yeardv import HOOK_PATH, receiver_app
 from nmc_dev.stack import LocalStack
 from nmc_dev.stack.postgres import EmbeddedPostgres
 
@@ -85,7 +83,6 @@ DELETION_JUMP = timedelta(days=366)  # past the proof's retention (bewijs_bewaar
 POLL_S = 0.5  # the benchmark's own checks (on its probe connection, not counted)
 FEED_POLL_S = 0.5  # the DV reads its feed this often
 PHASE_TIMEOUT_S = 300.0
-LOOPBACK_NETWORK = "127.0.0.0/8"  # the webhook receiver's, which a webhook may not use otherwise
 LIFECYCLE_KINDS = ("verzenden", "receipt", "reconciliëren", "vaststellen", "ongeldig-melden")
 SEND_PATH = "/v2/notifications/email"
 
@@ -284,24 +281,18 @@ async def until(condition, what: str, timeout_s: float = PHASE_TIMEOUT_S) -> Non
 
 
 class HookReceiver:
-    """The DV's webhook (besides its feed): answers the CloudEvents handshake, takes every
-    batch with a 204 and remembers which (notification, sequence) it was handed."""
+    """The DV's webhook (besides its feed), behind the year run's receiver (the CloudEvents
+    handshake, a batch per call): takes every batch with a 204 and remembers which
+    (notification, sequence) it was handed."""
 
     def __init__(self) -> None:
         self.seen: set[tuple[str, int]] = set()
         self.calls = 0
 
-    def app(self) -> Starlette:
-        async def hook(request: Request) -> Response:
-            if request.method == "OPTIONS":
-                origin = request.headers.get("webhook-request-origin", "*")
-                return Response(headers={"WebHook-Allowed-Origin": origin})
-            self.calls += 1
-            for event in json.loads(await request.body()):
-                self.seen.add((str(event.get("subject")), int(event.get("sequence", 0))))
-            return Response(status_code=204)
-
-        return Starlette(routes=[Route("/hook", hook, methods=["POST", "OPTIONS"])])
+    def receive(self, events: list[dict], cursor: str) -> int:
+        self.calls += 1
+        self.seen.update((str(e.get("subject")), int(e.get("sequence", 0))) for e in events)
+        return 204
 
 
 async def answer(probe: psycopg.Connection, query: str) -> bool:
@@ -523,7 +514,7 @@ def run_stack(
 ) -> tuple[dict, dict]:
     """One stack on the running cluster: its idle window, then the life; stopped after."""
     hook = HookReceiver()
-    receiver = start_in_thread(hook.app())
+    receiver = start_in_thread(receiver_app({scenario.DEMO_OIN: hook}))
     stack = StackOf(
         settings,
         python,
@@ -537,7 +528,7 @@ def run_stack(
         # The workers start once the DV is there: their first round gives its webhook a
         # position before the first notification (a new webhook starts at the watermark).
         stack.start(workers=False)
-        onboard(stack, receiver.url + "/hook")
+        onboard(stack, receiver.url + HOOK_PATH.format(oin=scenario.DEMO_OIN))
         stack.start_workers()
         with psycopg.connect(stack.admin_url, autocommit=True) as probe:
             probe.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")

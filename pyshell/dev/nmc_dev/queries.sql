@@ -89,7 +89,8 @@ LEFT JOIN nmc.notificatie AS n ON t.notificatie_id = n.id
 WHERE t.soort = ANY(%(soorten)s::nmc.taak_soort [])
     AND (
         t.staat = 'claimed'
-        OR (t.staat = 'open' AND (t.due <= nu.nu OR t.soort = 'verzenden'))
+        OR nmc.taak_claimbaar(t.staat, t.due, t.lease_tot, nu.nu)
+        OR (t.staat = 'open' AND t.soort = 'verzenden')
     )
 ORDER BY t.due, t.id
 LIMIT %(limit)s

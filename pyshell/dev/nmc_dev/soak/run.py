@@ -332,14 +332,15 @@ class Soak:
         steps are; no lease is running, so none is cut short)."""
         assert self.chaos  # noqa: S101
         try:
-            callbacks = httpx.get(self.stack.notifynl_url + "/_sim/callbacks", timeout=30).json()
-            if callbacks["pending_tasks"]:
-                return
             # Earliest due first: a claimed or claimable task sorts before any deferred one.
             first = evidence.read_busy(self.stack.admin_url, LIFECYCLE_KINDS, limit=1)
+            if not (first and first[0].soort == SEND and first[0].staat == "open"
+                    and first[0].due_s > 0):  # fmt: skip
+                return
+            callbacks = httpx.get(self.stack.notifynl_url + "/_sim/callbacks", timeout=30).json()
         except (httpx.HTTPError, psycopg.Error, NmcError, ValueError, KeyError):
             return  # restarting: the next poll looks again
-        if first and first[0].soort == SEND and first[0].staat == "open" and first[0].due_s > 0:
+        if not callbacks["pending_tasks"]:
             self.chaos.skip(timedelta(seconds=first[0].due_s + 1))
 
     def _metrics(self) -> list[tuple[str, dict[str, str], float]]:
