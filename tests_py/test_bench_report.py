@@ -206,6 +206,7 @@ def test_lifecycle_figures_and_rows(monkeypatch):
         "backend nmc_worker": 4.0, "backend nmc_api": 2.0
     }  # fmt: skip
     assert "pg: walwriter" not in figures["idle"]["core_percent"]
+    assert figures["idle"]["postgres_core_percent"] == {"walwriter": 0.5}  # 0.1 s in 20 s
     assert "inside the functions" in lifecycle.printed(figures)
     # The idle stack's rate over the life's 100 s: 1% of a core, 1 s, 1 ms per notification.
     assert figures["idle_share_of_life_ms"] == 1.0

@@ -9,6 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import psycopg
+import pytest
 
 from nmc.worker import loop
 from nmc.worker.config import WorkerConfig
@@ -137,6 +138,47 @@ def test_a_full_batch_goes_on_at_once_without_a_look():
 
     asyncio.run(running(worker, body))
     assert rounds[:4] == [0, 0, 0, 0], "the rounds after a full batch did not wait for a look"
+
+
+@pytest.mark.parametrize("wacht", [True, False])
+def test_a_reconciliation_claim_that_got_less_than_asked_waits_for_a_look(wacht):
+    # Under NotifyNL's pace a claim that got fewer tokens than asked, claimed again at once,
+    # took the one token that came meanwhile or none, at the cost of a whole claim. Sends go
+    # on claiming (their pickup would wait a poll interval longer).
+    looks = Looks()
+    worker, _ = worker_with(["verzenden"], looks, batch=5)
+    results = iter([5, 5, 2, 1, 5])
+    rounds = []
+
+    async def claim(ctx, batch: int) -> list:
+        rounds.append((batch, len(looks.asked)))
+        looks.due.add("verzenden")  # work stays due: the pace held it back
+        return [object()] * next(results, 0)
+
+    async def handle(ctx, taak) -> str:
+        return "verzonden"
+
+    worker.kinds = {
+        "verzenden": Kind("verzenden", claim=claim, handle=handle, short_claim_waits=wacht)
+    }
+
+    async def body():
+        await intervals(6)
+
+    asyncio.run(running(worker, body))
+    looked = [seen for _, seen in rounds]
+    assert looked[:3] == [0, 0, 0], "full claims go on at once"
+    if wacht:
+        assert looked[3] > looked[2], "the claim after a short one waited for a look"
+        assert looked[4] > looked[3], "and so did the next"
+    else:
+        assert looked[3:5] == [0, 0], "a short claim goes on at once"
+
+
+def test_only_reconciliation_waits_after_a_short_claim():
+    assert [soort for soort, kind in loop.kinds().items() if kind.short_claim_waits] == [
+        "reconciliëren"
+    ]
 
 
 def test_a_failed_look_wakes_every_waiting_kind():

@@ -13,8 +13,9 @@ SELECT set_eq(
     $$VALUES ('claim_verzenden'), ('finish_verzenden_batch'), ('transition_notificaties'),
         ('claim_taken'), ('extend_leases'), ('record_contactgegevens'),
         ('process_receipts_v2'), ('claim_navraag_v2'), ('process_vaststellingen_v2'),
-        ('claim_terugkoppelen_v3'), ('read_events'), ('bewijs_events_json_v2')$$,
-    'the worker''s claims and commits, the feed''s read and the proof''s events keep one '
+        ('claim_terugkoppelen_v3'), ('read_events'), ('bewijs_events_json_v2'),
+        ('soorten_met_werk')$$,
+    'the worker''s look, claims and commits, the feed''s read and the proof''s events keep one '
     || 'generic plan per session'
 );
 SELECT is_empty(
@@ -38,10 +39,10 @@ SELECT is_empty(
       WHERE p.pronamespace = 'nmc'::regnamespace
           AND p.proname IN (
               'verzendtempo_interval', 'verzendtempo_dag_rest', 'verzendaandeel_reserve',
-              'poging_status_voor'
+              'poging_status_voor', 'webhook_events_wachten'
           )
           AND (p.proconfig IS NOT NULL OR p.prosecdef)$$,
-    'the pace''s pure helpers and poging_status_voor can be inlined (no SET, no definer)'
+    'the pace''s pure helpers, poging_status_voor and webhook_events_wachten can be inlined (no SET, no definer)'
 );
 
 -- The look's form: each kind's earliest due is one step into taak_due, whatever the

@@ -1,6 +1,6 @@
 -- The look for work before a claim: a kind has work exactly when its claim would find some.
 BEGIN;
-SELECT plan(9);
+SELECT plan(16);
 \ir fixtures/setup.sql
 
 DELETE FROM nmc.taak;
@@ -53,6 +53,52 @@ SELECT is(
 SELECT is(
     (SELECT count(*)::integer FROM nmc.lock_due_taken('ongeldig-melden', 20)), 1,
     'and the claim finds it'
+);
+
+-- A webhook's task is work only when it has something to do: events after its delivery
+-- position below the watermark, or upkeep (its position untouched for a minute: moved up
+-- to the watermark, its gap and its validation checked again). An idle webhook's task is
+-- due every webhook_interval, and its claim and finish were most of an idle stack's CPU.
+DELETE FROM nmc.taak;
+UPDATE nmc.dienstverlener SET webhook_url = 'https://dv.example/hook' WHERE dv_id = 1001;
+SELECT nmc.ensure_terugkoppelen();
+UPDATE nmc.webhookpositie SET xid = '10', event_id = 0, bijgewerkt_op = nmc.now();
+SELECT is(
+    pg_temp.werk('terugkoppelen', 'wissen'), '{}'::text[],
+    'a due webhook task with nothing after its position and a fresh position: no work'
+);
+SELECT is(
+    (SELECT count(*)::integer FROM nmc.lock_due_taken('terugkoppelen', 5)), 1,
+    'though the claim would take it (the look is the stricter: the claim still can)'
+);
+-- Events committed "long ago" past the position: xids just above it.
+INSERT INTO nmc.event (notificatie_id, dv_id, sequence, van, naar, tijdstip, xid)
+VALUES (gen_random_uuid(), 1002, 1, NULL, 'aangenomen', nmc.now(), '11');
+SELECT is(
+    pg_temp.werk('terugkoppelen'), '{}'::text[], 'another DV''s event is no work for it'
+);
+INSERT INTO nmc.event (notificatie_id, dv_id, sequence, van, naar, tijdstip, xid)
+VALUES (gen_random_uuid(), 1001, 1, NULL, 'aangenomen', nmc.now(), '12');
+SELECT is(
+    pg_temp.werk('terugkoppelen'), '{terugkoppelen}'::text[],
+    'its own event after the position: work'
+);
+UPDATE nmc.webhookpositie SET xid = '12', event_id = (SELECT max(event_id) FROM nmc.event);
+SELECT is(
+    pg_temp.werk('terugkoppelen'), '{}'::text[], 'delivered up to that event: no work again'
+);
+SELECT nmc.advance_clock('1 minute');
+SELECT is(
+    pg_temp.werk('terugkoppelen'), '{terugkoppelen}'::text[],
+    'a position untouched for a minute: work (upkeep)'
+);
+UPDATE nmc.webhookpositie SET bijgewerkt_op = nmc.now();
+UPDATE nmc.taak SET due = nmc.now() + interval '2 seconds' WHERE soort = 'terugkoppelen';
+INSERT INTO nmc.event (notificatie_id, dv_id, sequence, van, naar, tijdstip, xid)
+VALUES (gen_random_uuid(), 1001, 1, NULL, 'aangenomen', nmc.now(), '13');
+SELECT is(
+    pg_temp.werk('terugkoppelen'), '{}'::text[],
+    'events waiting, but the task is not due yet (webhook_interval, backoff): no work'
 );
 
 SELECT * FROM finish();

@@ -164,6 +164,29 @@ COMMENT ON FUNCTION nmc.claim_terugkoppelen_v2(text, integer) IS
 'webhook with a gap is claimed without a URL (the worker closes the task). Drop it in the '
 'next release.';
 
+-- Whether a webhook has events to deliver: the rule of the finish (deliver again at once)
+-- and of the worker's look for work (nmc.soorten_met_werk).
+CREATE OR REPLACE FUNCTION nmc.webhook_events_wachten(
+    p_dv_id integer, p_xid xid8, p_event_id bigint
+)
+RETURNS boolean
+LANGUAGE sql
+STABLE
+-- No SET search_path, so PostgreSQL inlines it into the caller's statement (every name in
+-- it is schema-qualified; the callers pin search_path).
+AS $$
+    SELECT EXISTS (
+        SELECT 1 FROM nmc.event AS e
+        WHERE e.dv_id = p_dv_id
+            AND e.xid >= p_xid
+            AND (e.xid, e.event_id) > (p_xid, p_event_id)
+            AND e.xid < pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())
+    )
+$$;
+COMMENT ON FUNCTION nmc.webhook_events_wachten(integer, xid8, bigint) IS
+'Whether events of DV p_dv_id wait after the delivery position (p_xid, p_event_id) below '
+'the visibility watermark: what the webhook''s next batch would hold. Inlined.';
+
 CREATE OR REPLACE FUNCTION nmc.finish_terugkoppelen_v2(
     p_taak_id bigint,
     p_claim_epoch integer,
@@ -205,13 +228,7 @@ BEGIN
             WHERE w.dv_id = v_taak.dv_id AND (w.xid, w.event_id) <= (p_xid, p_event_id);
             -- Events still waiting behind a full batch go out at once; a backlog is not
             -- drained one batch per webhook_interval.
-            v_meer := EXISTS (
-                SELECT 1 FROM nmc.event AS e
-                WHERE e.dv_id = v_taak.dv_id
-                    AND e.xid >= p_xid
-                    AND (e.xid, e.event_id) > (p_xid, p_event_id)
-                    AND e.xid < pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())
-            );
+            v_meer := nmc.webhook_events_wachten(v_taak.dv_id, p_xid, p_event_id);
         END IF;
         UPDATE nmc.taak AS t
         SET staat = 'open',
