@@ -30,19 +30,21 @@ SELECT is_empty(
       WHERE p.pronamespace = 'nmc'::regnamespace AND l.lanname = 'sql'
           AND p.proname IN (
               'now', 'verzendtempo_toekenning', 'plan_vaststellen', 'record_receipt',
-              'count_teller', 'boek_verzendaandeel', 'uitstel', 'next_navraag', 'finish_taken'
+              'count_teller', 'boek_verzendaandeel', 'uitstel', 'next_navraag', 'finish_taken',
+              'webhook_events_wachten'
           )$$,
-    'the clock and the helpers called per item, per claim or per deferral are PL/pgSQL'
+    'the clock and the helpers called per item, per claim, per deferral or per look are '
+    || 'PL/pgSQL'
 );
 SELECT is_empty(
     $$SELECT p.proname FROM pg_catalog.pg_proc AS p
       WHERE p.pronamespace = 'nmc'::regnamespace
           AND p.proname IN (
               'verzendtempo_interval', 'verzendtempo_dag_rest', 'verzendaandeel_reserve',
-              'poging_status_voor', 'webhook_events_wachten'
+              'poging_status_voor'
           )
           AND (p.proconfig IS NOT NULL OR p.prosecdef)$$,
-    'the pace''s pure helpers, poging_status_voor and webhook_events_wachten can be inlined (no SET, no definer)'
+    'the pace''s pure helpers and poging_status_voor can be inlined (no SET, no definer)'
 );
 
 -- The look's form: each kind's earliest due is one step into taak_due, whatever the

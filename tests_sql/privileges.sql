@@ -165,7 +165,7 @@ SELECT set_eq(
     $$VALUES ('allowed_transitions'), ('transition_allowed'), ('is_terminal'), ('reden_fits'),
         ('verzendtempo_instelling'), ('verzendtempo_kind'), ('verzenddag'), ('taak_claimbaar'),
         ('verzendtempo_interval'), ('verzendtempo_dag_rest'), ('verzendaandeel_reserve'),
-        ('poging_status_voor'), ('webhook_events_wachten')$$,
+        ('poging_status_voor')$$,
     'every nmc function pins search_path, except the inlinable helpers (schema-qualified)'
 );
 SELECT set_eq(

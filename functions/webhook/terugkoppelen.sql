@@ -170,22 +170,25 @@ CREATE OR REPLACE FUNCTION nmc.webhook_events_wachten(
     p_dv_id integer, p_xid xid8, p_event_id bigint
 )
 RETURNS boolean
-LANGUAGE sql
+-- PL/pgSQL: its plan is kept for the session. As SQL its EXISTS keeps it from being inlined
+-- (no sublinks in an inlined function), so it was planned again at every call.
+LANGUAGE plpgsql
 STABLE
--- No SET search_path, so PostgreSQL inlines it into the caller's statement (every name in
--- it is schema-qualified; the callers pin search_path).
+SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT EXISTS (
+BEGIN
+    RETURN EXISTS (
         SELECT 1 FROM nmc.event AS e
         WHERE e.dv_id = p_dv_id
             AND e.xid >= p_xid
             AND (e.xid, e.event_id) > (p_xid, p_event_id)
             AND e.xid < pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())
-    )
+    );
+END
 $$;
 COMMENT ON FUNCTION nmc.webhook_events_wachten(integer, xid8, bigint) IS
 'Whether events of DV p_dv_id wait after the delivery position (p_xid, p_event_id) below '
-'the visibility watermark: what the webhook''s next batch would hold. Inlined.';
+'the visibility watermark: what the webhook''s next batch would hold.';
 
 CREATE OR REPLACE FUNCTION nmc.finish_terugkoppelen_v2(
     p_taak_id bigint,
