@@ -181,33 +181,6 @@ def test_only_reconciliation_waits_after_a_short_claim():
     ]
 
 
-def test_an_idle_worker_looks_less_often_until_it_finds_work(monkeypatch):
-    # An idle stack's looks were most of its CPU; the first task after a quiet spell then
-    # waits up to IDLE_SLOWER intervals.
-    monkeypatch.setattr(loop, "IDLE_AFTER_S", 5 * INTERVAL)
-    looks = Looks()
-    worker, rounds = worker_with(["receipt"], looks)
-    counts = []
-
-    async def body():
-        for _ in range(3):  # 0..10, 10..20, 20..30 intervals: idle from 5 on
-            before = len(looks.asked)
-            await intervals(10)
-            counts.append(len(looks.asked) - before)
-        looks.due.add("receipt")
-        await intervals(loop.IDLE_SLOWER + 1)
-        assert rounds["receipt"] == 2, "the slower look still found the work"
-        before = len(looks.asked)
-        await intervals(4)
-        counts.append(len(looks.asked) - before)
-
-    asyncio.run(running(worker, body))
-    busy, idle, back = counts[0], counts[2], counts[3]
-    assert busy >= 4, counts
-    assert idle <= 4, counts  # 10 intervals at one look per IDLE_SLOWER (4)
-    assert back >= 2, f"after work the look is at full pace again: {counts}"
-
-
 def test_a_failed_look_wakes_every_waiting_kind():
     looks = Looks()
     worker, rounds = worker_with(["verzenden", "wissen"], looks)

@@ -72,11 +72,6 @@ SHUTDOWN_GRACE_S = 110.0  # below the default 2-minute lease: held work ends bef
 # A waiting kind runs a round at least this often even when the lookout finds nothing for
 # it: the ensure_* calls (once a minute) plan tasks the lookout cannot see before they exist.
 ROUND_AT_LEAST_EVERY_S = 60.0
-# A worker that found no work for IDLE_AFTER_S looks IDLE_SLOWER times less often, until a
-# look or a round finds work again: an idle stack's looks were most of its CPU. The cost: the
-# first task after a quiet spell is picked up within IDLE_SLOWER poll intervals instead of one.
-IDLE_AFTER_S = 30.0
-IDLE_SLOWER = 4
 
 # The outbound HTTP client every adapter calls through: its transport (made from the
 # worker's limits) and its client class (benchmarks/bench_transport.py swaps them).
@@ -149,25 +144,14 @@ class Lookout:
     """The look for work of one worker's waiting kinds: once per `interval`, one query
     (nmc.soorten_met_werk) for every kind that waits, and a wake-up for each that has work.
     A failed look wakes them all: their own rounds then meet (and log) the failure, as they
-    did when each polled on its own. After IDLE_AFTER_S without work (no look found any, no
-    round did any: `busy`) it looks IDLE_SLOWER times less often."""
+    did when each polled on its own."""
 
     def __init__(self, db: Database, interval: float, stopping: asyncio.Event) -> None:
         self._db = db
         self._interval = interval
         self._stopping = stopping
         self._waiting: dict[str, asyncio.Future] = {}
-        self._work_seen_at = time.monotonic()
         self.looks = 0  # queries made (tests)
-
-    def busy(self) -> None:
-        """A round did work: look at the full pace."""
-        self._work_seen_at = time.monotonic()
-
-    def interval(self) -> float:
-        """The wait before the next look: the poll interval, or longer when idle."""
-        idle = time.monotonic() - self._work_seen_at >= IDLE_AFTER_S
-        return self._interval * IDLE_SLOWER if idle else self._interval
 
     async def wait(self, soort: str, timeout: float = ROUND_AT_LEAST_EVERY_S) -> None:
         """Until `soort` has work, the worker stops, or `timeout` seconds passed."""
@@ -185,7 +169,7 @@ class Lookout:
     async def run(self) -> None:
         while not self._stopping.is_set():
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), timeout=self.interval())
+                await asyncio.wait_for(self._stopping.wait(), timeout=self._interval)
             if self._waiting and not self._stopping.is_set():
                 await self.look()
 
@@ -199,8 +183,6 @@ class Lookout:
             met_werk = await self._db.fetch_value("soorten_met_werk", {"soorten": list(waiting)})
         except (psycopg.Error, OSError):
             met_werk = list(waiting)
-        if met_werk:
-            self.busy()
         for soort in met_werk:
             woken = waiting.get(soort)
             if woken is not None and not woken.done():
@@ -409,8 +391,6 @@ class Worker:
                 claimed = []
             else:
                 self.metrics.round(kind.soort, time.perf_counter() - started)
-            if claimed:
-                self.lookout.busy()
             for taak in claimed:
                 task = asyncio.create_task(self._handle(kind, taak))
                 inflight.add(task)
@@ -439,8 +419,6 @@ class Worker:
             else:
                 self.metrics.round(kind.soort, time.perf_counter() - started)
                 self.metrics.tasks_done(kind.soort, "verwerkt", done)
-                if done:
-                    self.lookout.busy()
             if done < batch:
                 await self.lookout.wait(kind.soort)
 
