@@ -3,7 +3,7 @@
 -- get_geschiedenis call first; beyond instellingen.bewijs_aanroepen_per_minuut NM019 with
 -- the seconds to the window's end (the API's 429 and Retry-After), as for the feed.
 BEGIN;
-SELECT plan(12);
+SELECT plan(14);
 \ir fixtures/setup.sql
 \ir fixtures/bewijs.sql
 
@@ -59,7 +59,18 @@ SELECT throws_ok(
 SELECT is(
     (SELECT pg_catalog.count(*)::integer FROM nmc.bewijsaanroep WHERE dv_id = 1001),
     1,
-    'one window row per DV and minute'
+    'one window row per DV, minute and connection'
+);
+
+-- Another connection counts in a row of its own (no wait for this one's row lock); the
+-- DV's rate is the sum of its rows of the minute.
+SELECT nmc.advance_clock('1 minute');
+SELECT lives_ok('SELECT nmc.take_bewijs_aanroep(1001)', 'a new minute: this connection counts 1');
+INSERT INTO nmc.bewijsaanroep (dv_id, venster_start, deel, aantal)
+VALUES (1001, date_trunc('minute', nmc.now()), pg_backend_pid() + 1, 2);
+SELECT throws_ok(
+    'SELECT nmc.take_bewijs_aanroep(1001)', 'NM019', NULL,
+    'with 2 counted by another connection, this connection''s second call is the fourth'
 );
 
 SELECT nmc.advance_clock('1 minute');

@@ -60,10 +60,11 @@ SELECT is(
     'a range with an event younger than the retention stays'
 );
 SELECT results_eq(
-    $$SELECT gesloten_op IS NOT NULL, jongste_tijdstip = nmc.now() FROM nmc.event_partitie
-      WHERE naam = 'event_x000000000000'$$,
-    $$VALUES (true, true)$$,
-    'a closed range''s youngest event is read once and kept in the register'
+    $$SELECT gesloten_op IS NOT NULL, jongste_tijdstip = nmc.now(),
+          aantal = (SELECT count(*) FROM nmc.event_x000000000000)
+      FROM nmc.event_partitie WHERE naam = 'event_x000000000000'$$,
+    $$VALUES (true, true, true)$$,
+    'a closed range''s youngest event and its count are read once and kept in the register'
 );
 -- DV 1001 has a webhook whose delivery position points into the first range.
 UPDATE nmc.dienstverlener SET webhook_url = 'https://dv.example/hook' WHERE dv_id = 1001;

@@ -1,8 +1,9 @@
 -- The partities job behind a busy event log: its DDL waits at most a short lock_timeout and a
 -- timeout defers the job (no failure counted); the partitioned parent is analyzed by the job
--- (autovacuum never analyzes a partitioned table), after a change of partitions and daily.
+-- (autovacuum never analyzes a partitioned table) by autovacuum's rule for a table: once the
+-- events written and dropped since reach its analyze threshold for the log's size.
 BEGIN;
-SELECT plan(20);
+SELECT plan(24);
 \ir fixtures/setup.sql
 
 SELECT set_eq(
@@ -41,9 +42,52 @@ SELECT is(
     (SELECT (payload ->> 'geanalyseerd_op')::timestamptz FROM nmc.taak WHERE id = :taak),
     nmc.now(), 'the task remembers when (NMC clock)'
 );
-SELECT is(pg_temp.partities() ->> 'geanalyseerd', 'false', 'not again within a day');
+SELECT is(
+    (SELECT payload -> 'geanalyseerd_stand' FROM nmc.taak WHERE id = :taak),
+    nmc.eventlog_stand(), 'and the log''s counters it saw'
+);
+-- What autovacuum would wait for: its threshold plus its share of the rows ANALYZE counted.
+CREATE FUNCTION pg_temp.drempel() RETURNS bigint LANGUAGE sql AS $$
+    SELECT ceil(
+        current_setting('autovacuum_analyze_threshold')::bigint
+        + current_setting('autovacuum_analyze_scale_factor')::float8 * c.reltuples
+    )::bigint
+    FROM pg_catalog.pg_class AS c WHERE c.oid = 'nmc.event'::regclass
+$$;
+-- Events written: each takes a number of the log's identity.
+CREATE FUNCTION pg_temp.geschreven(p_aantal bigint) RETURNS void LANGUAGE sql AS $$
+    SELECT setval(
+        pg_get_serial_sequence('nmc.event', 'event_id'),
+        pg_sequence_last_value(pg_get_serial_sequence('nmc.event', 'event_id')) + p_aantal
+    )
+$$;
 SELECT nmc.advance_clock('1 day 1 second');
-SELECT is(pg_temp.partities() ->> 'geanalyseerd', 'true', 'again after a day');
+SELECT is(
+    pg_temp.partities() ->> 'geanalyseerd', 'false',
+    'a day on, with the log as it was, it is not analyzed again (its cost is the log''s size)'
+);
+SELECT pg_temp.geschreven(pg_temp.drempel() - 1);
+SELECT is(
+    pg_temp.partities() ->> 'geanalyseerd', 'false', 'nor one event short of the threshold'
+);
+SELECT pg_temp.geschreven(1);
+SELECT is(
+    pg_temp.partities() ->> 'geanalyseerd', 'true',
+    'at autovacuum''s threshold for the log''s size it is'
+);
+SELECT is(
+    nmc.eventlog_analyse_nodig(
+        nmc.eventlog_stand(),
+        jsonb_build_object(
+            'geschreven', (nmc.eventlog_stand() ->> 'geschreven')::bigint,
+            'weg', (nmc.eventlog_stand() ->> 'weg')::bigint - pg_temp.drempel()
+        )
+    ), true, 'the events of dropped ranges count as changed'
+);
+SELECT is(
+    nmc.eventlog_analyse_nodig(nmc.eventlog_stand(), '{"werk": "partities"}'::jsonb), true,
+    'a task that never saw the counters (an older payload) analyzes'
+);
 
 -- The log's one range made nearly used up (two xids above the current one).
 SELECT pg_current_xact_id()::text::bigint + 2 AS eind \gset
@@ -104,23 +148,30 @@ SELECT results_eq(
     'once the log is free the job makes the range, and does not analyze in its transaction'
 );
 SELECT is(
-    (SELECT payload FROM nmc.taak WHERE id = :taak), '{"werk": "partities"}'::jsonb,
-    'it marks the analysis as due'
+    pg_temp.partities() ->> 'geanalyseerd', 'false',
+    'nor does the next run: a change of partitions alone does not make it due'
 );
-SELECT is(pg_temp.partities() ->> 'geanalyseerd', 'true', 'the next run analyzes');
+SELECT pg_temp.geschreven(pg_temp.drempel());
+SELECT is(pg_temp.partities() ->> 'geanalyseerd', 'true', 'events written do');
 
 -- The parts on their own.
 SELECT lives_ok('SELECT nmc.analyseer_eventlog()', 'the log can be analyzed on its own');
 SELECT results_eq(
     format(
         $$SELECT v ->> 'geanalyseerd', v -> 'payload' FROM nmc.onderhoud_partities(%L) AS v$$,
-        jsonb_build_object('werk', 'partities', 'geanalyseerd_op', nmc.now())
+        jsonb_build_object(
+            'werk', 'partities', 'geanalyseerd_op', nmc.now(),
+            'geanalyseerd_stand', nmc.eventlog_stand()
+        )
     ),
     format(
         'VALUES (%L, %L::jsonb)', 'false',
-        jsonb_build_object('werk', 'partities', 'geanalyseerd_op', nmc.now())
+        jsonb_build_object(
+            'werk', 'partities', 'geanalyseerd_op', nmc.now(),
+            'geanalyseerd_stand', nmc.eventlog_stand()
+        )
     ),
-    'a run analyzed within the day: not again, and its time is handed on'
+    'a run with nothing changed since its last analysis: not again, and its counters handed on'
 );
 SELECT payload AS payload_voor FROM nmc.taak WHERE id = :taak \gset
 SELECT is(

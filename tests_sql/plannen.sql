@@ -3,7 +3,7 @@
 -- are PL/pgSQL or inlinable, and the look for work steps into its partial index on a small
 -- table whose statistics would have it scanned.
 BEGIN;
-SELECT plan(6);
+SELECT plan(7);
 \ir fixtures/setup.sql
 
 SELECT set_eq(
@@ -81,6 +81,17 @@ SELECT is_empty(
 SELECT is(
     nmc.soorten_met_werk('{verzenden,wissen,controle}'), '{wissen}'::TEXT[],
     'only the kind with due tasks has work'
+);
+
+-- A set function's rows are taken for 1000 unless it says otherwise: the claim of tasks says
+-- its batch, so a caller that joins the claimed tasks with their notifications and attempts
+-- (nmc.claim_ongeldig_melden) probes them by index instead of scanning both whole tables.
+SELECT is(
+    (
+        SELECT p.prorows FROM pg_catalog.pg_proc AS p
+        WHERE p.oid = 'nmc.claim_taken(nmc.taak_soort, text, integer)'::REGPROCEDURE
+    ),
+    20::REAL, 'nmc.claim_taken returns a batch (its default, 20), not the planner''s 1000 rows'
 );
 
 SELECT * FROM finish();

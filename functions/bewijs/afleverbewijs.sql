@@ -289,12 +289,18 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_venster CONSTANT timestamptz := pg_catalog.date_trunc('minute', nmc.now());
-    v_aantal integer;
+    v_aantal bigint;
 BEGIN
-    INSERT INTO nmc.bewijsaanroep AS f (dv_id, venster_start, aantal)
-    VALUES (p_dv_id, v_venster, 1)
-    ON CONFLICT (dv_id, venster_start) DO UPDATE SET aantal = f.aantal + 1
-    RETURNING f.aantal INTO v_aantal;
+    -- Counted in this connection's own row (deel): the row lock, held until the call
+    -- commits, is never one another call of the DV waits for (one row per DV and minute
+    -- made a DV's proofs go one at a time). The sum reads the others' committed counts, so
+    -- calls in flight at once may pass the limit by as many as run at that moment.
+    INSERT INTO nmc.bewijsaanroep AS f (dv_id, venster_start, deel, aantal)
+    VALUES (p_dv_id, v_venster, pg_catalog.pg_backend_pid(), 1)
+    ON CONFLICT (dv_id, venster_start, deel) DO UPDATE SET aantal = f.aantal + 1;
+    SELECT pg_catalog.sum(f.aantal) INTO v_aantal
+    FROM nmc.bewijsaanroep AS f
+    WHERE f.dv_id = p_dv_id AND f.venster_start = v_venster;
     IF v_aantal > (SELECT i.bewijs_aanroepen_per_minuut FROM nmc.instellingen AS i) THEN
         -- The feed's SQLSTATE and DETAIL (nmc.take_feed_aanroep): 429 with Retry-After.
         RAISE EXCEPTION 'proof call rate exceeded' USING ERRCODE = 'NM019',
@@ -305,9 +311,11 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION nmc.take_bewijs_aanroep(integer) IS
-'Counts one delivery-proof or history call of the DV in the current minute '
-'(nmc.bewijsaanroep); over instellingen.bewijs_aanroepen_per_minuut: NM019 with DETAIL = '
-'seconds until the window ends (the Retry-After), as for the feed.';
+'Counts one delivery-proof or history call of the DV in the current minute, in the row of '
+'this connection (nmc.bewijsaanroep.deel: concurrent calls of one DV never wait for each '
+'other''s row); over instellingen.bewijs_aanroepen_per_minuut (the sum of the DV''s rows of '
+'the minute, the others'' as committed): NM019 with DETAIL = seconds until the window ends '
+'(the Retry-After), as for the feed.';
 
 CREATE OR REPLACE FUNCTION nmc.get_afleverbewijs(p_dv_id integer, p_notificatie_id uuid)
 RETURNS jsonb

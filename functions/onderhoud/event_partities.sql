@@ -142,12 +142,15 @@ BEGIN
             AND p.xid_tot <= v_gesloten
         ORDER BY p.xid_van
     LOOP
-        -- The youngest event of a closed range cannot change: it is read once and kept.
+        -- The youngest event of a closed range cannot change, nor how many it holds: they
+        -- are read once and kept (the count weighs its drop: nmc.eventlog_analyse_nodig).
         IF v_partitie.gesloten_op IS NULL THEN
-            EXECUTE pg_catalog.format('SELECT max(tijdstip) FROM nmc.%I', v_partitie.naam)
-            INTO v_partitie.jongste_tijdstip;
+            EXECUTE pg_catalog.format(
+                'SELECT max(tijdstip), count(*) FROM nmc.%I', v_partitie.naam
+            ) INTO v_partitie.jongste_tijdstip, v_partitie.aantal;
             UPDATE nmc.event_partitie AS p
-            SET gesloten_op = v_nu, jongste_tijdstip = v_partitie.jongste_tijdstip
+            SET gesloten_op = v_nu, jongste_tijdstip = v_partitie.jongste_tijdstip,
+                aantal = v_partitie.aantal
             WHERE p.naam = v_partitie.naam;
         END IF;
         -- Only ranges whose youngest event passed the delivery-proof retention ...
@@ -184,8 +187,8 @@ COMMENT ON FUNCTION nmc.drop_event_partities(xid8) IS
 'whose first event lies below their end is left: its proof is its chain from sequence 1) '
 'and into which no acknowledgement (bevestigd_op) or webhook position (geleverd_op: its '
 'last delivery, not its last attempt) younger than its DV''s max cursor age points; stops '
-'at the first that must stay. The youngest event of a closed range is read once and kept in the '
-'register (gesloten_op, jongste_tijdstip). The register keeps the dropped range so older '
+'at the first that must stay. The youngest event of a closed range and its count are read once '
+'and kept in the register (gesloten_op, jongste_tijdstip, aantal). The register keeps the dropped range so older '
 'cursors get 410. Returns the dropped names. p_xid (the xid below which every transaction '
 'ended) is given only by tests. Waits at most 100 ms (lock_timeout) for its locks on the '
 'event log, else raises 55P03 and drops nothing.';
@@ -206,6 +209,61 @@ BEGIN
     ANALYZE nmc.event;
 END
 $$;
+-- How many events the log gained and lost since: ANALYZE of the parent reads every
+-- partition (PostgreSQL 15 analyzes each with it), so its cost is the log's size; run once
+-- a day (and after each change of partitions) that cost grew with the history kept. Due
+-- now, as autovacuum judges a table, when the changed events reach
+-- autovacuum_analyze_threshold + autovacuum_analyze_scale_factor x the rows the last
+-- ANALYZE counted (pg_class.reltuples of the parent): its cost per event written stays
+-- the same however long the term.
+CREATE OR REPLACE FUNCTION nmc.eventlog_stand()
+RETURNS jsonb
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT pg_catalog.jsonb_build_object(
+        -- every event ever written has taken a number of the log's identity (a rolled-back
+        -- one too: a few more counted, never fewer)
+        'geschreven', coalesce(
+            pg_catalog.pg_sequence_last_value(
+                pg_catalog.pg_get_serial_sequence('nmc.event', 'event_id')::regclass
+            ), 0
+        ),
+        'weg', (
+            SELECT coalesce(pg_catalog.sum(p.aantal), 0) FROM nmc.event_partitie AS p
+            WHERE p.verwijderd_op IS NOT NULL
+        )
+    )
+$$;
+COMMENT ON FUNCTION nmc.eventlog_stand() IS
+'The event log''s counters for the partities job''s ANALYZE rule: geschreven (events ever '
+'written: the identity''s last value) and weg (events dropped with their ranges, as counted '
+'when they closed). Internal (nmc.eventlog_analyse_nodig).';
+
+CREATE OR REPLACE FUNCTION nmc.eventlog_analyse_nodig(p_stand jsonb, p_vorige jsonb)
+RETURNS boolean
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT p_vorige IS NULL
+        OR NOT (p_vorige ? 'geschreven' AND p_vorige ? 'weg')
+        OR c.reltuples < 0
+        OR (p_stand ->> 'geschreven')::bigint - (p_vorige ->> 'geschreven')::bigint
+        + (p_stand ->> 'weg')::bigint - (p_vorige ->> 'weg')::bigint
+        >= pg_catalog.current_setting('autovacuum_analyze_threshold')::bigint
+        + pg_catalog.current_setting('autovacuum_analyze_scale_factor')::float8 * c.reltuples
+    FROM pg_catalog.pg_class AS c
+    WHERE c.oid = 'nmc.event'::regclass
+$$;
+COMMENT ON FUNCTION nmc.eventlog_analyse_nodig(jsonb, jsonb) IS
+'Whether the partitioned event log''s statistics are due: never analyzed (p_vorige NULL or '
+'incomplete, or no reltuples), or the events written plus dropped since p_vorige (the '
+'nmc.eventlog_stand of the last ANALYZE) reach autovacuum_analyze_threshold + '
+'autovacuum_analyze_scale_factor x the rows that ANALYZE counted: autovacuum''s rule for a '
+'table, which it never applies to a partitioned one. Internal (nmc.onderhoud_partities).';
+
 COMMENT ON FUNCTION nmc.analyseer_eventlog() IS
 'ANALYZE of the partitioned event log (its statistics over all partitions, which autovacuum '
 'never gathers, and each partition''s). Waits at most 100 ms (lock_timeout) for its locks, '

@@ -219,10 +219,12 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_geanalyseerd_op timestamptz := (p_payload ->> 'geanalyseerd_op')::timestamptz;
+    v_stand jsonb := p_payload -> 'geanalyseerd_stand';
     v_aangemaakt text;
     v_verwijderd text [] := '{}';
     v_geanalyseerd boolean := false;
     v_uitgesteld boolean := false;
+    v_nu jsonb;
 BEGIN
     -- Each step waits at most its lock_timeout for the event log; one that did not get it
     -- is rolled back alone (its block) and the job is deferred (nmc.stel_onderhoud_uit).
@@ -240,20 +242,22 @@ BEGIN
             v_uitgesteld := true;
         END;
     END IF;
-    IF v_aangemaakt IS NOT NULL OR pg_catalog.cardinality(v_verwijderd) > 0 THEN
-        -- The partitions changed: the statistics over them are due. Not in this transaction,
-        -- which holds the DDL's ACCESS EXCLUSIVE lock until it commits (intake would wait
-        -- for the whole ANALYZE), but in the next run.
-        v_geanalyseerd_op := NULL;
-    ELSIF NOT v_uitgesteld
-        AND (v_geanalyseerd_op IS NULL OR v_geanalyseerd_op < nmc.now() - INTERVAL '1 day') THEN
-        BEGIN
-            PERFORM nmc.analyseer_eventlog();
-            v_geanalyseerd_op := nmc.now();
-            v_geanalyseerd := true;
-        EXCEPTION WHEN lock_not_available THEN
-            v_uitgesteld := true;
-        END;
+    -- A run that changed the partitions does not analyze: its transaction holds the DDL's
+    -- ACCESS EXCLUSIVE lock until it commits (intake would wait for the whole ANALYZE). The
+    -- events a dropped range held count as changed for the next run's judgement.
+    IF v_aangemaakt IS NULL AND pg_catalog.cardinality(v_verwijderd) = 0
+        AND NOT v_uitgesteld THEN
+        v_nu := nmc.eventlog_stand();
+        IF nmc.eventlog_analyse_nodig(v_nu, v_stand) THEN
+            BEGIN
+                PERFORM nmc.analyseer_eventlog();
+                v_geanalyseerd_op := nmc.now();
+                v_stand := v_nu;
+                v_geanalyseerd := true;
+            EXCEPTION WHEN lock_not_available THEN
+                v_uitgesteld := true;
+            END;
+        END IF;
     END IF;
     RETURN pg_catalog.jsonb_build_object(
         'aangemaakt', v_aangemaakt,
@@ -261,18 +265,21 @@ BEGIN
         'geanalyseerd', v_geanalyseerd,
         'uitgesteld', v_uitgesteld,
         'payload', pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
-            'werk', 'partities', 'geanalyseerd_op', v_geanalyseerd_op
+            'werk', 'partities', 'geanalyseerd_op', v_geanalyseerd_op,
+            'geanalyseerd_stand', v_stand
         ))
     );
 END
 $$;
 COMMENT ON FUNCTION nmc.onderhoud_partities(jsonb) IS
 'Internal, one run of the partities job: the next event partition once the newest is 80% '
-'used, the drop rule, and ANALYZE of the partitioned log (nmc.analyseer_eventlog) in a later '
-'run than a change of partitions, or a day (NMC clock) after the last one (p_payload: the '
-'task''s, with geanalyseerd_op). A step that did not get its lock on the event log within '
-'its lock_timeout is rolled back alone and ends the run deferred. Returns aangemaakt, '
-'verwijderd, geanalyseerd, uitgesteld and the task''s next payload.';
+'used, the drop rule, and, in a run that changed no partition, ANALYZE of the partitioned '
+'log (nmc.analyseer_eventlog) once the events written and dropped since the last one reach '
+'autovacuum''s analyze threshold for its size (nmc.eventlog_analyse_nodig; p_payload: the '
+'task''s, with geanalyseerd_op and geanalyseerd_stand, the nmc.eventlog_stand of the last '
+'ANALYZE). A step that did not get its lock on the event log within its lock_timeout is '
+'rolled back alone and ends the run deferred. Returns aangemaakt, verwijderd, geanalyseerd, '
+'uitgesteld and the task''s next payload.';
 
 CREATE OR REPLACE FUNCTION nmc.run_onderhoud(p_taak_id bigint, p_claim_epoch integer)
 RETURNS jsonb

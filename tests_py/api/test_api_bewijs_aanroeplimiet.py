@@ -8,6 +8,7 @@ Retry-After; the DV's other calls and the other DVs are not held up.
 
 import json
 
+import pytest
 import test_api_afleverbewijs as proofs
 from apitest import OIN_A, OIN_B, auth
 from feedtest import FEED
@@ -42,3 +43,26 @@ def test_the_openapi_document_names_the_429_of_proof_and_history(client):
     for path in ("afleverbewijs", "geschiedenis"):
         responses = document["paths"][f"/notificaties/{{notificatieId}}/{path}"]["get"]["responses"]
         assert responses["429"] == {"$ref": "#/components/responses/TeVeelAanroepen"}
+
+
+def test_one_dvs_proof_calls_do_not_wait_for_each_others_count(dvs, db_url):
+    """A DV fetches its proofs a few at a time: each connection counts in a row of its own,
+    so a call does not wait for the row lock of another call still in its transaction (one
+    row per DV and minute made a DV's proofs go one at a time). The rate is their sum."""
+    import psycopg
+
+    dv_id = dvs["A"]
+    with (
+        psycopg.connect(db_url) as first,
+        psycopg.connect(db_url, autocommit=True) as second,
+    ):
+        first.execute("UPDATE nmc.instellingen SET bewijs_aanroepen_per_minuut = 3")
+        first.commit()
+        first.execute("SELECT nmc.take_bewijs_aanroep(%s)", [dv_id])  # its lock held, open
+        second.execute("SET lock_timeout = '200ms'")
+        second.execute("SELECT nmc.take_bewijs_aanroep(%s)", [dv_id])  # no 55P03: no wait
+        first.commit()
+        second.execute("SELECT nmc.take_bewijs_aanroep(%s)", [dv_id])  # the third in all
+        with pytest.raises(psycopg.Error) as refused:
+            second.execute("SELECT nmc.take_bewijs_aanroep(%s)", [dv_id])
+        assert refused.value.sqlstate == "NM019", "the fourth of the DV's calls is refused"
