@@ -175,7 +175,7 @@ SELECT results_eq(
 );
 SELECT payload AS payload_voor FROM nmc.taak WHERE id = :taak \gset
 SELECT is(
-    nmc.stel_onderhoud_uit(:taak, NULL) - nmc.now(), interval '5 seconds',
+    nmc.stel_onderhoud_uit(:taak, null) - nmc.now(), interval '5 seconds',
     'a deferral on its own: after the backoff'
 );
 SELECT is(

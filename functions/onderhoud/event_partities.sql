@@ -188,8 +188,9 @@ COMMENT ON FUNCTION nmc.drop_event_partities(xid8) IS
 'and into which no acknowledgement (bevestigd_op) or webhook position (geleverd_op: its '
 'last delivery, not its last attempt) younger than its DV''s max cursor age points; stops '
 'at the first that must stay. The youngest event of a closed range and its count are read once '
-'and kept in the register (gesloten_op, jongste_tijdstip, aantal). The register keeps the dropped range so older '
-'cursors get 410. Returns the dropped names. p_xid (the xid below which every transaction '
+'and kept in the register (gesloten_op, jongste_tijdstip, aantal). The register keeps the '
+'dropped range so older cursors get 410. Returns the dropped names. p_xid (the xid below '
+'which every transaction '
 'ended) is given only by tests. Waits at most 100 ms (lock_timeout) for its locks on the '
 'event log, else raises 55P03 and drops nothing.';
 
