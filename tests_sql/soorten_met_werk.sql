@@ -1,6 +1,6 @@
 -- The look for work before a claim: a kind has work exactly when its claim would find some.
 BEGIN;
-SELECT plan(16);
+SELECT plan(20);
 \ir fixtures/setup.sql
 
 DELETE FROM nmc.taak;
@@ -99,6 +99,27 @@ VALUES (gen_random_uuid(), 1001, 1, NULL, 'aangenomen', nmc.now(), '13');
 SELECT is(
     pg_temp.werk('terugkoppelen'), '{}'::text[],
     'events waiting, but the task is not due yet (webhook_interval, backoff): no work'
+);
+
+-- The rule under both the look and the webhook's finish, called directly.
+SELECT ok(
+    nmc.webhook_events_wachten(1001, '12', 0),
+    'webhook_events_wachten: an own event after the position below the watermark waits'
+);
+SELECT ok(
+    NOT nmc.webhook_events_wachten(1001, '13', (SELECT max(event_id) FROM nmc.event)),
+    'webhook_events_wachten: nothing after the last event'
+);
+SELECT ok(
+    NOT nmc.webhook_events_wachten(1003, '1', 0),
+    'webhook_events_wachten: a DV without events has nothing waiting'
+);
+INSERT INTO nmc.event (notificatie_id, dv_id, sequence, van, naar, tijdstip, xid)
+VALUES (gen_random_uuid(), 1001, 1, NULL, 'aangenomen', nmc.now(), pg_current_xact_id());
+SELECT ok(
+    NOT nmc.webhook_events_wachten(1001, '13', (SELECT event_id FROM nmc.event WHERE xid = '13')),
+    'webhook_events_wachten: an event of a transaction still open (above the watermark) '
+    || 'does not wait yet'
 );
 
 SELECT * FROM finish();
