@@ -71,10 +71,12 @@ GRANT EXECUTE ON FUNCTION nmc.read_snapshot_pagina_v2(
     integer, uuid, integer, xid8, double precision
 ) TO nmc_api;
 GRANT EXECUTE ON FUNCTION nmc.metrics_replica(double precision) TO nmc_api;
+GRANT EXECUTE ON FUNCTION nmc.meld_werk() TO nmc_api;
 
 -- The workers (nmc worker).
 GRANT EXECUTE ON FUNCTION nmc.claim_taken(nmc.taak_soort, text, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.soorten_met_werk(nmc.taak_soort[]) TO nmc_worker;
+GRANT EXECUTE ON FUNCTION nmc.luister_naar_werk() TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.claim_verzenden(text, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.extend_lease(bigint, integer) TO nmc_worker;
 GRANT EXECUTE ON FUNCTION nmc.extend_leases(bigint[], integer[]) TO nmc_worker;

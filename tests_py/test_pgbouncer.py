@@ -40,6 +40,7 @@ from nmc.admin.dev_iam import generate_dev_iam_key, issue_dev_token
 from nmc.api.app import create_app
 from nmc.crypto.kek_ring import new_kek_ring, parse_kek_ring
 from nmc.crypto.peppers import new_peppers
+from nmc.database import with_overrides
 from nmc.worker.config import WorkerConfig
 from nmc.worker.loop import Worker
 from nmc_dev.embedded_db import CLUSTER_OS_USER
@@ -217,7 +218,7 @@ def onboard(conn: psycopg.Connection) -> None:
 
 
 async def test_the_whole_flow_runs_through_pgbouncer_in_transaction_mode(
-    bouncer, api_behind_bouncer, notifynl, conn, tmp_path
+    bouncer, api_behind_bouncer, notifynl, conn, tmp_path, db_url
 ):
     onboard(conn)
     api_url, kek = api_behind_bouncer
@@ -283,6 +284,9 @@ async def test_the_whole_flow_runs_through_pgbouncer_in_transaction_mode(
             poll_interval=0.02,
             pool_size=6,
             prepare_threshold=None,
+            # The API's hints go through PgBouncer; the worker listens on a direct connection
+            # (a LISTEN does not pass transaction mode: docs/production.md).
+            hints_url=with_overrides(db_url, user="nmc_worker"),
         )
         async with Worker.started(
             config, ring=parse_kek_ring(kek), pseudonym_key=secrets.token_bytes(32)
@@ -297,6 +301,7 @@ async def test_the_whole_flow_runs_through_pgbouncer_in_transaction_mode(
                 await statuses_become(
                     dict.fromkeys(delivered, "definitief-bezorgd"), "the settlement"
                 )
+                assert worker.hints.heard >= 1, "the callbacks' hints reached the worker"
             finally:
                 worker.stop()
                 await asyncio.wait_for(loops, timeout=30)

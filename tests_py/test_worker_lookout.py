@@ -213,7 +213,7 @@ def test_a_kind_without_work_still_runs_a_round_now_and_then(monkeypatch):
 def test_a_stop_ends_the_wait_at_once():
     looks = Looks()
     worker, _ = worker_with(["verzenden", "wissen"], looks)
-    worker.lookout._interval = 60.0  # no look would come in the test's time
+    worker.lookout._base_interval = 60.0  # no look would come in the test's time
 
     async def body():
         await intervals(2)
@@ -227,3 +227,67 @@ async def _timed(coroutine) -> float:
     begin = loop_.time()
     await coroutine
     return loop_.time() - begin
+
+
+# --------------------------------------------------------------------------------------------
+# The idle pace with the API's hints (nmc.worker.werk_hints)
+
+
+def idle_worker(monkeypatch, looks: Looks, hears_hints: bool, factor: int = 4):
+    monkeypatch.setattr(loop, "IDLE_AFTER_S", 3 * INTERVAL)
+    monkeypatch.setattr(loop, "IDLE_FACTOR", factor)
+    worker, rounds = worker_with(["verzenden", "wissen"], looks)
+    worker.lookout.hints_live = lambda: hears_hints
+    return worker, rounds
+
+
+@pytest.mark.parametrize("hears_hints", [True, False])
+def test_an_idle_worker_that_hears_the_hints_looks_a_quarter_as_often(monkeypatch, hears_hints):
+    looks = Looks()
+    worker, _ = idle_worker(monkeypatch, looks, hears_hints)
+
+    counted = []
+
+    async def body():
+        await intervals(3)  # not idle yet
+        before = len(looks.asked)
+        await intervals(40)
+        counted.append(len(looks.asked) - before)
+
+    asyncio.run(running(worker, body))
+    [looked] = counted
+    if hears_hints:
+        assert 5 <= looked <= 14, f"{looked} looks in 40 idle intervals: not a quarter's pace"
+    else:
+        assert looked >= 25, f"{looked} looks in 40 intervals: without hints the pace stays"
+
+
+def test_a_hint_makes_an_idle_worker_look_at_once_and_work_restores_the_pace(monkeypatch):
+    looks = Looks()
+    worker, rounds = idle_worker(monkeypatch, looks, hears_hints=True, factor=1000)
+
+    async def body():
+        await intervals(6)
+        assert worker.lookout.idle
+        before = len(looks.asked)
+        looks.due.add("wissen")
+        await intervals(3)
+        assert rounds["wissen"] == 1, "without a hint no look comes at the idle pace"
+        worker.lookout.hint()
+        await intervals(1)
+        assert rounds["wissen"] == 2, "the hint's look found the work and woke the kind"
+        assert not worker.lookout.idle, "work found: the full pace again"
+        seen = len(looks.asked)
+        await intervals(2)
+        assert len(looks.asked) > seen, "looks go on at the full pace"
+        assert len(looks.asked) > before
+
+    asyncio.run(running(worker, body))
+
+
+def test_a_hint_to_a_busy_lookout_adds_no_look(monkeypatch):
+    looks = Looks()
+    worker, _ = idle_worker(monkeypatch, looks, hears_hints=True)
+    worker.lookout.hint()
+    assert not worker.lookout._wake.is_set(), "a busy lookout looks at its pace anyway"
+

@@ -51,6 +51,7 @@ SELECT set_eq(
         ('nmc.read_feed_pagina_v2(integer,integer,xid8,bigint,timestamp with time zone,integer,double precision)'),
         ('nmc.read_snapshot_pagina_v2(integer,uuid,integer,xid8,double precision)'),
         ('nmc.metrics_replica(double precision)'),
+        ('nmc.meld_werk()'),
         ('nmc.resume_webhook(integer)'),
         ('nmc.set_webhook_positie(integer,integer,xid8,bigint,timestamp with time zone)')$$,
     'nmc_api may execute exactly the API functions'
@@ -62,6 +63,7 @@ SELECT set_eq(
     $$VALUES ('nmc.now()'), ('nmc.metrics()'),
         ('nmc.claim_taken(nmc.taak_soort,text,integer)'),
         ('nmc.soorten_met_werk(nmc.taak_soort[])'),
+        ('nmc.luister_naar_werk()'),
         ('nmc.claim_verzenden(text,integer)'),
         ('nmc.extend_lease(bigint,integer)'),
         ('nmc.extend_leases(bigint[],integer[])'),

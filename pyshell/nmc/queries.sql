@@ -106,6 +106,10 @@ FROM nmc.store_receipts_v2(
 ) AS r
 ORDER BY r.item
 
+-- meld_werk --
+-- The hint to idle workers (nmc.api.werk_melder), in a transaction of its own.
+SELECT nmc.meld_werk()
+
 -- count_malformed_receipt --
 SELECT nmc.count_malformed_receipt()
 
@@ -203,6 +207,10 @@ SELECT
     c.taak_id, c.claim_epoch, c.dv_id, c.notificatie_id, c.poging_id, c.payload, c.trace_id,
     c.pogingen, c.herclaim
 FROM nmc.claim_taken(%(soort)s::nmc.taak_soort, %(eigenaar)s::text, %(batch)s::integer) AS c
+
+-- luister_naar_werk --
+-- On the worker's own hint connection (nmc.worker.werk_hints), in autocommit.
+SELECT nmc.luister_naar_werk()
 
 -- soorten_met_werk --
 SELECT nmc.soorten_met_werk(%(soorten)s::nmc.taak_soort []) AS soorten

@@ -68,6 +68,34 @@ def test_receipts_that_arrive_together_share_a_transaction(api_env, pogingen, co
     assert transactions < RECEIPTS / 4
 
 
+class Hints:
+    def __init__(self) -> None:
+        self.melds = 0
+
+    def meld(self) -> None:
+        self.melds += 1
+
+
+def test_each_stored_batch_hints_the_workers_and_a_failed_one_does_not(api_env, pogingen, conn):
+    start = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
+    receipts = [receipt(pogingen[0], "sending", start + timedelta(seconds=n)) for n in range(8)]
+    hints = Hints()
+    results = asyncio.run(
+        store_all(api_env.db_url, receipts, max_batch=4, max_in_flight=1, werk=hints)
+    )
+    assert results == ["opgeslagen"] * 8
+    batches = conn.execute(
+        "SELECT count(DISTINCT xmin::text) FROM nmc.taak WHERE soort = 'receipt'"
+    ).fetchone()[0]
+    assert hints.melds == batches
+    conn.execute(
+        "REVOKE EXECUTE ON FUNCTION nmc.store_receipts_v2("
+        "text[], uuid[], text[], timestamptz[], timestamptz[], uuid[], integer[]) FROM nmc_api"
+    )
+    asyncio.run(store_all(api_env.db_url, receipts[:1], werk=hints))
+    assert hints.melds == batches, "nothing stored, nothing hinted"
+
+
 def test_a_batch_never_exceeds_its_maximum(api_env, pogingen, conn):
     start = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
     receipts = [receipt(pogingen[0], "sending", start + timedelta(seconds=n)) for n in range(25)]

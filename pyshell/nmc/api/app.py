@@ -34,6 +34,7 @@ from nmc.api.services import Services, VerifiedTokens, services_of
 from nmc.api.settings import ApiSettings
 from nmc.api.sse import StreamSlots
 from nmc.api.verstrekking_ldv import VerstrekkingLdv
+from nmc.api.werk_melder import WerkMelder
 from nmc.auth.bearer import AuthSettings, BearerVerifier
 from nmc.auth.errors import JwksUnavailable
 from nmc.crypto.kek_ring import load_kek_ring
@@ -93,6 +94,8 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await pool.open(wait=True, timeout=POOL_OPEN_TIMEOUT_SECONDS)
         replica = await open_replica_pool(settings, stack)
         ldv = VerstrekkingLdv(await ldv_sink(settings, stack))
+        werk = WerkMelder(pool)
+        stack.push_async_callback(werk.aclose)  # before the pool closes
         stack.push_async_callback(ldv.aclose)
         app.state.problem_base_uri = settings.problem_base_uri
         app.state.nmc = Services(
@@ -110,7 +113,8 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
             cursors=CursorCodec(peppers),
             ldv=ldv,
             streams=StreamSlots(settings.sse.max_streams, settings.sse.max_streams_per_dv),
-            receipts=ReceiptBatcher(pool),
+            receipts=ReceiptBatcher(pool, werk=werk),
+            werk=werk,
             jwks_json=json.dumps(jwks).encode("ascii"),
             replica=replica,
             afleverbewijs=proof_ring,

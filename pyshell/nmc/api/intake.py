@@ -121,6 +121,7 @@ async def intake_one(
         call,
         [canonical],
     )
+    services.werk.meld()
     assert row is not None  # noqa: S101 - the intake returns one row or raises
     return row[0]
 
@@ -144,6 +145,7 @@ async def intake_batch(
         call,
         canonicals,
     )
+    services.werk.meld()
     return [row[1] for row in rows]
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from nmc import sql_calls
 from nmc.api import db
+from nmc.api.werk_melder import WerkMelder
 from nmc.runtime.group_commit import GroupCommit
 
 MAX_BATCH = 500  # well below the function's limit of 1000; bounds one transaction
@@ -38,9 +39,15 @@ _COLUMNS = (
 
 class ReceiptBatcher:
     def __init__(
-        self, pool: db.Pool, *, max_batch: int = MAX_BATCH, max_in_flight: int = MAX_IN_FLIGHT
+        self,
+        pool: db.Pool,
+        *,
+        max_batch: int = MAX_BATCH,
+        max_in_flight: int = MAX_IN_FLIGHT,
+        werk: WerkMelder | None = None,
     ):
         self._pool = pool
+        self._werk = werk  # hinted after each stored batch: its receipts are the workers' work
         self._group: GroupCommit[dict[str, Any], str] = GroupCommit(
             self._store, max_batch=max_batch, max_in_flight=max_in_flight
         )
@@ -58,6 +65,8 @@ class ReceiptBatcher:
     async def _store(self, receipts: list[dict[str, Any]]) -> list[str]:
         params = {name: [receipt.get(name) for receipt in receipts] for name in _COLUMNS}
         rows = await sql_calls.fetch_all(self._pool, "store_receipts", params)
+        if self._werk is not None:
+            self._werk.meld()
         return [resultaat for _, resultaat in rows]
 
     async def count_refused(self) -> None:

@@ -196,6 +196,7 @@ async def webhook_hervatten(request: Request) -> Response:
     if row and row[0] == "gat":
         # Resuming would skip the lost events: only setting the position ends this pause.
         raise conflict(GAP_DETAIL)
+    services.werk.meld()
     return Response(status_code=204)
 
 
@@ -208,6 +209,7 @@ async def webhook_positie(request: Request) -> Response:
     position = _position(services, dv, cursor, "cursor", "body")
     params = position.sql_params() if position is not None else NO_CURSOR
     await _webhook_call(services, "set_webhook_positie", {"dv_id": dv.dv_id, **params})
+    services.werk.meld()
     return Response(status_code=204)
 
 

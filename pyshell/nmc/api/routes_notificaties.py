@@ -253,6 +253,7 @@ async def cancel_notificatie(request: Request) -> Response:
     await sql_calls.fetch_one(
         services.pool, "cancel_notificatie", {"dv_id": dv.dv_id, "id": notificatie_id}
     )
+    services.werk.meld()  # its event is a webhook's work
     return Response(status_code=204)
 
 

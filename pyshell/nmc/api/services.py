@@ -12,6 +12,7 @@ from nmc.api.receipt_batcher import ReceiptBatcher
 from nmc.api.settings import ApiSettings
 from nmc.api.sse import StreamSlots
 from nmc.api.verstrekking_ldv import VerstrekkingLdv
+from nmc.api.werk_melder import WerkMelder
 from nmc.auth.bearer import LEEWAY_SECONDS, BearerVerifier, Principal
 from nmc.auth.errors import Unauthenticated
 from nmc.crypto.kek_ring import KekRing
@@ -78,6 +79,8 @@ class Services:
     ldv: VerstrekkingLdv = field(repr=False)
     streams: StreamSlots = field(repr=False)
     receipts: ReceiptBatcher = field(repr=False)
+    # The hint to idle workers after work was committed (nmc.api.werk_melder).
+    werk: WerkMelder = field(repr=False)
     jwks_json: bytes = field(repr=False)
     # The read-only pool of NMC_API_REPLICA_DATABASE_URL (nmc.api.replica); None: the primary.
     replica: Pool | None = field(default=None, repr=False)

@@ -12,6 +12,10 @@ NMC_PROFIELSERVICE_URL    the Profielservice's base URL (required for centraal r
 NMC_LDV_URL               the LDV collector (HTTP POST per record); when unset, records go to
 NMC_LDV_FILE              an append-only JSON-lines file (default $NMC_HOME/ldv.jsonl)
 NMC_HTTP_TIMEOUT          seconds per outbound call (default 10)
+NMC_WORKER_HINTS_URL      the connection on which the worker listens for the API's hint that
+                          work waits (nmc.worker.werk_hints; default: NMC_WORKER_DATABASE_URL).
+                          A direct one: LISTEN does not pass PgBouncer's transaction mode.
+                          `off`: no hints (the worker then looks at its full pace when idle)
 NMC_WORKER_PREPARE_THRESHOLD  psycopg's prepare_threshold (default 5); `off` behind a
                           PgBouncer in transaction mode that does not keep prepared statements
 NMC_WORKER_METRICS_PORT   the port of the worker's /metrics and /health/* (default: off;
@@ -93,6 +97,7 @@ class WorkerConfig:
     notifynl_keys_file: Path | None = None  # a key per Notify service (else notifynl_api_key)
     webhook_origin: str = "nmc"  # the handshake's WebHook-Request-Origin
     webhook_toegestane_netwerken: str = ""  # CIDRs a webhook may point into after all
+    hints_url: str | None = None  # where to LISTEN for the API's work hints; None: no hints
 
     def __post_init__(self) -> None:
         if (self.notifynl_keys_file is None) == (self.notifynl_api_key is None):
@@ -113,9 +118,13 @@ class WorkerConfig:
         cls, settings: Settings, environ: Mapping[str, str] | None = None, **overrides
     ) -> "WorkerConfig":
         env = os.environ if environ is None else environ
+        database_url = settings_env.text(env, "NMC_WORKER_DATABASE_URL") or connection_url(
+            settings, "worker"
+        )
+        hints_url = settings_env.text(env, "NMC_WORKER_HINTS_URL", database_url)
         config = cls(
-            database_url=settings_env.text(env, "NMC_WORKER_DATABASE_URL")
-            or connection_url(settings, "worker"),
+            database_url=database_url,
+            hints_url=None if hints_url == "off" else hints_url,
             notifynl_url=settings_env.text(env, "NMC_NOTIFYNL_URL", DEFAULT_NOTIFYNL_URL),
             notifynl_api_key=settings_env.text(env, "NMC_NOTIFYNL_API_KEY"),
             notifynl_keys_file=settings_env.path(env, "NMC_NOTIFYNL_KEYS_FILE"),

@@ -14,8 +14,10 @@ within a poll interval, as when every kind polled its own claim, but an idle wor
 one cheap query per interval instead of a claim per kind (each planned per call: most of an
 idle stack's CPU). A kind still runs a round at least every ROUND_AT_LEAST_EVERY_S, for its
 own upkeep (the ensure_* calls that plan the watchdog's, maintenance's, webhooks' and
-reports' tasks). Polling is the truth: no LISTEN/NOTIFY, no session advisory locks, so
-PgBouncer in transaction mode works.
+reports' tasks). Polling is the truth: the pool makes no LISTEN and takes no session
+advisory locks, so PgBouncer in transaction mode works. Beside it one connection of its own
+listens for the API's hint that work waits (nmc.worker.werk_hints): an idle worker that
+hears it looks a quarter as often and at once when hinted.
 
 SIGTERM/SIGINT: stop claiming, finish what is held (bounded by the lease), exit 0.
 """
@@ -67,11 +69,16 @@ from nmc.worker.db import Database
 from nmc.worker.logs import event
 from nmc.worker.metrics import MeasuredTransport, Targets, WorkerMetrics
 from nmc.worker.ops_http import OpsListener
+from nmc.worker.werk_hints import WerkHints
 
 SHUTDOWN_GRACE_S = 110.0  # below the default 2-minute lease: held work ends before it lapses
 # A waiting kind runs a round at least this often even when the lookout finds nothing for
 # it: the ensure_* calls (once a minute) plan tasks the lookout cannot see before they exist.
 ROUND_AT_LEAST_EVERY_S = 60.0
+# An idle lookout that hears the API's hints looks IDLE_FACTOR times less often, once it
+# found no work for IDLE_AFTER_S (the lookout's docstring).
+IDLE_AFTER_S = 30.0
+IDLE_FACTOR = 4
 
 # The outbound HTTP client every adapter calls through: its transport (made from the
 # worker's limits) and its client class (benchmarks/bench_transport.py swaps them).
@@ -144,14 +151,50 @@ class Lookout:
     """The look for work of one worker's waiting kinds: once per `interval`, one query
     (nmc.soorten_met_werk) for every kind that waits, and a wake-up for each that has work.
     A failed look wakes them all: their own rounds then meet (and log) the failure, as they
-    did when each polled on its own."""
+    did when each polled on its own.
 
-    def __init__(self, db: Database, interval: float, stopping: asyncio.Event) -> None:
+    Idle (no work found for IDLE_AFTER_S) and hearing the API's hints (`hints_live`), it
+    looks IDLE_FACTOR times less often, and a hint (`hint`) makes it look at once: new work
+    is picked up as soon as the API hints it, and the idle worker's looks cost a quarter.
+    Without the hints it keeps its full pace: a timer's work (a settlement, a reconciliation
+    that falls due) is never hinted, and is found within an idle interval."""
+
+    def __init__(
+        self,
+        db: Database,
+        interval: float,
+        stopping: asyncio.Event,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._db = db
-        self._interval = interval
+        self._base_interval = interval
         self._stopping = stopping
+        self._clock = clock
         self._waiting: dict[str, asyncio.Future] = {}
+        self._wake = asyncio.Event()  # a hint, or the worker stopping
+        self._last_work = clock()
+        self.hints_live: Callable[[], bool] = lambda: False
         self.looks = 0  # queries made (tests)
+
+    @property
+    def idle(self) -> bool:
+        return self.hints_live() and self._clock() - self._last_work >= IDLE_AFTER_S
+
+    @property
+    def interval(self) -> float:
+        return self._base_interval * (IDLE_FACTOR if self.idle else 1)
+
+    def busy(self) -> None:
+        """A round did work: the full pace again."""
+        self._last_work = self._clock()
+
+    def hint(self) -> None:
+        """The API hinted work: an idle lookout looks at once (a busy one is looking anyway)."""
+        if self.idle:
+            self._wake.set()
+
+    def stop(self) -> None:
+        self._wake.set()
 
     async def wait(self, soort: str, timeout: float = ROUND_AT_LEAST_EVERY_S) -> None:
         """Until `soort` has work, the worker stops, or `timeout` seconds passed."""
@@ -169,7 +212,8 @@ class Lookout:
     async def run(self) -> None:
         while not self._stopping.is_set():
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), timeout=self._interval)
+                await asyncio.wait_for(self._wake.wait(), timeout=self.interval)
+            self._wake.clear()
             if self._waiting and not self._stopping.is_set():
                 await self.look()
 
@@ -183,6 +227,8 @@ class Lookout:
             met_werk = await self._db.fetch_value("soorten_met_werk", {"soorten": list(waiting)})
         except (psycopg.Error, OSError):
             met_werk = list(waiting)
+        if met_werk:
+            self.busy()
         for soort in met_werk:
             woken = waiting.get(soort)
             if woken is not None and not woken.done():
@@ -207,6 +253,13 @@ class Worker:
         )
         self._stopping = asyncio.Event()
         self.lookout = Lookout(ctx.db, config.poll_interval, self._stopping)
+        self.hints = (
+            WerkHints(config.hints_url, self.lookout.hint, self._stopping)
+            if config.hints_url
+            else None
+        )
+        if self.hints is not None:
+            self.lookout.hints_live = lambda: self.hints.live
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -314,6 +367,7 @@ class Worker:
     def stop(self) -> None:
         """Stop claiming; `run` returns once the held tasks are done."""
         self._stopping.set()
+        self.lookout.stop()
 
     async def run(self) -> None:
         event(
@@ -331,8 +385,11 @@ class Worker:
             for kind in self.kinds.values()
         ]
         lookout = asyncio.create_task(self.lookout.run())
+        hints = asyncio.create_task(self.hints.run()) if self.hints else None
         await asyncio.gather(*loops)
         await lookout
+        if hints is not None:
+            await hints
         if "onderhoud" in self.kinds:
             await self._withdraw_kek_report()
         event(logging.INFO, "worker-stop", eigenaar=self.ctx.eigenaar)
@@ -391,6 +448,8 @@ class Worker:
                 claimed = []
             else:
                 self.metrics.round(kind.soort, time.perf_counter() - started)
+            if claimed:
+                self.lookout.busy()
             for taak in claimed:
                 task = asyncio.create_task(self._handle(kind, taak))
                 inflight.add(task)
@@ -419,6 +478,8 @@ class Worker:
             else:
                 self.metrics.round(kind.soort, time.perf_counter() - started)
                 self.metrics.tasks_done(kind.soort, "verwerkt", done)
+                if done:
+                    self.lookout.busy()
             if done < batch:
                 await self.lookout.wait(kind.soort)
 
