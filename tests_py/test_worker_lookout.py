@@ -262,32 +262,69 @@ def test_an_idle_worker_that_hears_the_hints_looks_a_quarter_as_often(monkeypatc
         assert looked >= 25, f"{looked} looks in 40 intervals: without hints the pace stays"
 
 
-def test_a_hint_makes_an_idle_worker_look_at_once_and_work_restores_the_pace(monkeypatch):
+def test_a_hint_makes_an_idle_worker_look_at_once_and_restores_the_pace(monkeypatch):
     looks = Looks()
     worker, rounds = idle_worker(monkeypatch, looks, hears_hints=True, factor=1000)
 
     async def body():
         await intervals(6)
         assert worker.lookout.idle
-        before = len(looks.asked)
         looks.due.add("wissen")
         await intervals(3)
         assert rounds["wissen"] == 1, "without a hint no look comes at the idle pace"
         worker.lookout.hint()
         await intervals(1)
         assert rounds["wissen"] == 2, "the hint's look found the work and woke the kind"
-        assert not worker.lookout.idle, "work found: the full pace again"
+        assert not worker.lookout.idle, "hinted: the full pace again"
         seen = len(looks.asked)
         await intervals(2)
         assert len(looks.asked) > seen, "looks go on at the full pace"
-        assert len(looks.asked) > before
 
     asyncio.run(running(worker, body))
 
 
 def test_a_hint_to_a_busy_lookout_adds_no_look(monkeypatch):
+    # Looking at every hint under load made the rounds smaller and more, for no better pickup.
     looks = Looks()
     worker, _ = idle_worker(monkeypatch, looks, hears_hints=True)
     worker.lookout.hint()
-    assert not worker.lookout._wake.is_set(), "a busy lookout looks at its pace anyway"
+    assert not worker.lookout._wake.is_set()
 
+
+def test_the_upkeep_kinds_rounds_do_not_keep_the_full_pace(monkeypatch):
+    # The watchdog, maintenance, reports and a webhook's minute upkeep are periodic: were
+    # they work, an idle worker would never slow down.
+    monkeypatch.setattr(loop, "IDLE_AFTER_S", 3 * INTERVAL)
+    looks = Looks()
+    worker, _ = worker_with(["controle"], looks)
+    worker.lookout.hints_live = lambda: True
+
+    async def process(ctx, batch: int) -> int:
+        return 1  # the watchdog's round: one run, less than its batch (then it waits)
+
+    worker.kinds = {"controle": Kind("controle", process=process, batch=2, upkeep=True)}
+    assert {s for s, k in loop.kinds().items() if k.upkeep} == {
+        "controle",
+        "onderhoud",
+        "beheerrapport",
+        "terugkoppelen",
+    }
+
+    looks.due.add("controle")  # due at every look: a round every interval
+
+    async def body():
+        await intervals(8)
+        assert worker.lookout.idle
+
+    asyncio.run(running(worker, body))
+
+
+def test_after_a_hint_the_next_look_comes_at_a_random_point_of_the_interval():
+    # A hint wakes every idle worker at once; in step, two workers' looks were one look per
+    # interval for the kinds they share.
+    phases = iter([0.25, 0.75])
+    first, second = (
+        loop.Lookout(Looks(), 0.5, asyncio.Event(), phase=lambda: next(phases)) for _ in range(2)
+    )
+    assert (first.next_wait(hinted=True), second.next_wait(hinted=True)) == (0.125, 0.375)
+    assert first.next_wait(hinted=False) == 0.5, "after a timed look: the interval"

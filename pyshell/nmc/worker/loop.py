@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import random
 import secrets
 import signal
 import socket
@@ -97,6 +98,9 @@ class Kind:
     # once (see Worker._claim_loop). Not for sends: their pickup waited up to a poll
     # interval longer (p50 241 -> 397 ms in benchmarks/bench_lifecycle.py).
     short_claim_waits: bool = False
+    # Periodic upkeep (its own task every so often, a webhook's position once a minute): its
+    # rounds' work does not keep the lookout at its full pace (Lookout).
+    upkeep: bool = False
 
 
 def kinds() -> dict[str, Kind]:
@@ -109,13 +113,22 @@ def kinds() -> dict[str, Kind]:
             navraag.SOORT, claim=navraag.claim, handle=navraag.handle, short_claim_waits=True
         ),
         vaststellen.SOORT: Kind(vaststellen.SOORT, process=vaststellen.process),
-        controle.SOORT: Kind(controle.SOORT, process=controle.Controle().process, batch=1),
+        controle.SOORT: Kind(
+            controle.SOORT, process=controle.Controle().process, batch=1, upkeep=True
+        ),
         ongeldig.SOORT: Kind(ongeldig.SOORT, claim=ongeldig.claim, handle=ongeldig.handle),
-        terugkoppelen.SOORT: Kind(terugkoppelen.SOORT, claim=webhook.claim, handle=webhook.handle),
+        terugkoppelen.SOORT: Kind(
+            terugkoppelen.SOORT, claim=webhook.claim, handle=webhook.handle, upkeep=True
+        ),
         wissen.SOORT: Kind(wissen.SOORT, process=wissen.process),
-        beheerrapport.SOORT: Kind(beheerrapport.SOORT, claim=rapport.claim, handle=rapport.handle),
+        beheerrapport.SOORT: Kind(
+            beheerrapport.SOORT, claim=rapport.claim, handle=rapport.handle, upkeep=True
+        ),
         onderhoud.SOORT: Kind(
-            onderhoud.SOORT, process=onderhoud.Onderhoud().process, batch=len(onderhoud.JOBS)
+            onderhoud.SOORT,
+            process=onderhoud.Onderhoud().process,
+            batch=len(onderhoud.JOBS),
+            upkeep=True,
         ),
     }
 
@@ -153,11 +166,13 @@ class Lookout:
     A failed look wakes them all: their own rounds then meet (and log) the failure, as they
     did when each polled on its own.
 
-    Idle (no work found for IDLE_AFTER_S) and hearing the API's hints (`hints_live`), it
-    looks IDLE_FACTOR times less often, and a hint (`hint`) makes it look at once: new work
-    is picked up as soon as the API hints it, and the idle worker's looks cost a quarter.
-    Without the hints it keeps its full pace: a timer's work (a settlement, a reconciliation
-    that falls due) is never hinted, and is found within an idle interval."""
+    Idle (neither a hint of the API's nor a round's work for IDLE_AFTER_S; the periodic
+    upkeep kinds' rounds do not count) and hearing the hints (`hints_live`), it looks
+    IDLE_FACTOR times less often, and a hint (`hint`: the API committed an intake, receipts
+    ...) makes it look at once: an idle worker's looks cost a quarter, and new work is still
+    picked up as soon as the API hints it. Without the hints it keeps its full pace. A
+    timer's work (a settlement, a reconciliation that falls due) is never hinted: an idle
+    worker finds it within the slower interval."""
 
     def __init__(
         self,
@@ -165,8 +180,10 @@ class Lookout:
         interval: float,
         stopping: asyncio.Event,
         clock: Callable[[], float] = time.monotonic,
+        phase: Callable[[], float] = random.random,
     ) -> None:
         self._db = db
+        self._phase = phase
         self._base_interval = interval
         self._stopping = stopping
         self._clock = clock
@@ -189,9 +206,13 @@ class Lookout:
         self._last_work = self._clock()
 
     def hint(self) -> None:
-        """The API hinted work: an idle lookout looks at once (a busy one is looking anyway)."""
+        """The API hinted work: the full pace again, and an idle lookout looks at once. A
+        busy one keeps its interval: looking at every hint made the rounds smaller and more
+        (claim_verzenden 0.19 -> 0.26 calls and whole life 14.0 -> 16.7 ms per notification
+        in benchmarks/bench_lifecycle.py) for a pickup no better."""
         if self.idle:
             self._wake.set()
+        self.busy()
 
     def stop(self) -> None:
         self._wake.set()
@@ -210,12 +231,25 @@ class Lookout:
                 del self._waiting[soort]
 
     async def run(self) -> None:
+        wait = self.interval
         while not self._stopping.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=self.interval)
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=wait)
+            except TimeoutError:
+                hinted = False
+            else:
+                hinted = True
             self._wake.clear()
             if self._waiting and not self._stopping.is_set():
                 await self.look()
+            wait = self.next_wait(hinted)
+
+    def next_wait(self, hinted: bool) -> float:
+        """The wait before the next look. A hint wakes every idle worker at the same moment:
+        a look at a random point of the next interval then keeps their looks apart (two
+        workers' looks in step are one look per interval for the kinds they share: the
+        sends' pickup p50 was ~250 ms instead of ~130 in benchmarks/bench_lifecycle.py)."""
+        return self._phase() * self.interval if hinted else self.interval
 
     async def look(self) -> None:
         """One look: wake every waiting kind that has work (all of them if the look fails)."""
@@ -227,8 +261,6 @@ class Lookout:
             met_werk = await self._db.fetch_value("soorten_met_werk", {"soorten": list(waiting)})
         except (psycopg.Error, OSError):
             met_werk = list(waiting)
-        if met_werk:
-            self.busy()
         for soort in met_werk:
             woken = waiting.get(soort)
             if woken is not None and not woken.done():
@@ -448,7 +480,7 @@ class Worker:
                 claimed = []
             else:
                 self.metrics.round(kind.soort, time.perf_counter() - started)
-            if claimed:
+            if claimed and not kind.upkeep:
                 self.lookout.busy()
             for taak in claimed:
                 task = asyncio.create_task(self._handle(kind, taak))
@@ -478,7 +510,7 @@ class Worker:
             else:
                 self.metrics.round(kind.soort, time.perf_counter() - started)
                 self.metrics.tasks_done(kind.soort, "verwerkt", done)
-                if done:
+                if done and not kind.upkeep:
                     self.lookout.busy()
             if done < batch:
                 await self.lookout.wait(kind.soort)

@@ -66,9 +66,35 @@ class WerkHints:
             await conn.execute(QUERIES["luister_naar_werk"])
             self.live = True
             event(logging.INFO, "werk-hints-luisteren")
-            async for _ in conn.notifies():
-                self.heard += 1
+            await self._read_until_lost(conn.pgconn)
+
+    async def _read_until_lost(self, pgconn) -> None:
+        """Read the notifications as the socket has them, until the connection is lost.
+
+        Straight from libpq, not psycopg's notifies(): that one wakes every 0.1 s to check
+        for an interrupt, ten wake-ups a second on an idle worker."""
+        loop = asyncio.get_running_loop()
+        lost: asyncio.Future = loop.create_future()
+
+        def readable() -> None:
+            try:
+                pgconn.consume_input()
+            except psycopg.OperationalError as error:  # the server closed it, or the network
+                if not lost.done():
+                    lost.set_exception(error)
+                return
+            heard = 0
+            while pgconn.notifies() is not None:
+                heard += 1
+            if heard:
+                self.heard += heard
                 self._on_hint()
+
+        loop.add_reader(pgconn.socket, readable)
+        try:
+            await lost
+        finally:
+            loop.remove_reader(pgconn.socket)
 
 
 async def _ending_of(task: asyncio.Task) -> str:
