@@ -58,6 +58,7 @@ import httpx
 import psycopg
 from bench_callback import sent_attempts
 from bench_intake import (
+    BASE,
     drop_database,
     free_port,
     oin,
@@ -100,15 +101,29 @@ RECONCILIATION_JUMP = datetime.timedelta(hours=1, minutes=5)
 WEBHOOK_MAX_BATCH = 500  # as bench_lifecycle onboards its DV
 
 
-class Cpu:
-    """CPU seconds of PostgreSQL, this process and (optionally) the API process over a block."""
+CLIENT_BACKENDS = """
+SELECT pid FROM pg_stat_activity
+WHERE datname = current_database() AND backend_type = 'client backend'
+  AND pid <> pg_backend_pid()
+"""
 
-    def __init__(self, api_pid: int | None = None) -> None:
-        self.api_pid = api_pid
+
+class Cpu:
+    """CPU seconds over a block: PostgreSQL's client backends on the step's database (the
+    probe's own not; autovacuum, the WAL writer and the checkpointer not either: on a fresh
+    database after bulk set-up they come and go by the second and would swamp a step of
+    milliseconds), this process, and optionally the API process."""
+
+    def __init__(self, probe: psycopg.Connection, api_pid: int | None = None) -> None:
+        self.probe, self.api_pid = probe, api_pid
         self.seconds: dict[str, float] = {}
 
     def _now(self) -> dict[str, float]:
-        now = {"postgres": process_cpu(None), "here": time.process_time()}
+        backends = [pid for (pid,) in self.probe.execute(CLIENT_BACKENDS)]
+        now = {
+            "postgres": sum(process_cpu(pid) for pid in backends),
+            "here": time.process_time(),
+        }
         if self.api_pid is not None:
             now["api"] = process_cpu(self.api_pid)
         return now
@@ -137,13 +152,14 @@ def expect(what: str, got, wanted) -> None:
         raise SystemExit(f"the {what} ceiling did not do all its work: {got}, expected {wanted}")
 
 
-def drain_sql(url: str, query: str, batch: int, counted=len) -> int:
-    """Call a worker's processing query as nmc_worker until it handles nothing; returns the
-    total. `counted`: how many a call's rows say it handled (a row each, by default)."""
+def drain_sql(conn: psycopg.Connection, query: str, batch: int, counted=len) -> int:
+    """Call a worker's processing query until it handles nothing; returns the total.
+    `counted`: how many a call's rows say it handled (a row each, by default). The
+    connection is opened before the timing: its backend's start is not the step's, and a
+    backend closed inside the window would leave its CPU to the postmaster late."""
     total = 0
-    with psycopg.connect(with_overrides(url, user="nmc_worker"), autocommit=True) as conn:
-        while handled := counted(conn.execute(query, {"batch": batch}).fetchall()):
-            total += handled
+    while handled := counted(conn.execute(query, {"batch": batch}).fetchall()):
+        total += handled
     return total
 
 
@@ -240,10 +256,12 @@ def webhook_receiver(hook_oin: str):
         process.join(timeout=20)
 
 
+# The delivery position at or past the DV's newest event.
 WEBHOOK_POSITION = """
-SELECT w.xid = (SELECT max(e.xid) FROM nmc.event AS e WHERE e.dv_id = w.dv_id)
-   AND w.event_id = (SELECT max(e.event_id) FROM nmc.event AS e
-                     WHERE e.dv_id = w.dv_id AND e.xid = w.xid)
+SELECT (w.xid, w.event_id) >= (
+    SELECT e.xid, e.event_id FROM nmc.event AS e WHERE e.dv_id = w.dv_id
+    ORDER BY e.xid DESC, e.event_id DESC LIMIT 1
+)
 FROM nmc.webhookpositie AS w WHERE w.dv_id = %s
 """
 
@@ -251,11 +269,14 @@ FROM nmc.webhookpositie AS w WHERE w.dv_id = %s
 async def deliver_webhook(url: str, dv_id: int, tmp: Path, received) -> dict:
     """The worker's terugkoppelen kind from the oldest event to the newest."""
     config = replace(
-        worker_config(url, "http://127.0.0.1:9", "unused-" + "0" * 60, tmp, 100, 20),
+        worker_config(
+            url, "http://127.0.0.1:9", f"unused-{uuid.uuid4()}-{uuid.uuid4()}", tmp, 100, 20
+        ),
         kinds=("terugkoppelen",),
         webhook_toegestane_netwerken=LOOPBACK_NETWORK,
     )
-    ring = parse_kek_ring(new_kek_ring("kek-bench"))
+    # The ring must hold the KEK of the live keys (bench_intake's id); it opens none here.
+    ring = parse_kek_ring(new_kek_ring("bench-kek"))
     signing = parse_signing_ring(new_signing_ring())
     peppers = parse_peppers(new_peppers())
     api = with_overrides(url, user="nmc_api")
@@ -283,7 +304,7 @@ async def deliver_webhook(url: str, dv_id: int, tmp: Path, received) -> dict:
                      "uitgegeven_op": None},
                 )  # fmt: skip
             received.value = 0
-            with Cpu() as cpu:
+            with Cpu(admin) as cpu:
                 while await worker.run_once("terugkoppelen"):
                     pass
             expect("webhook", received.value, events)
@@ -294,10 +315,9 @@ async def deliver_webhook(url: str, dv_id: int, tmp: Path, received) -> dict:
 # ------------------------------------------------------------------------------------ feed
 
 
-def read_feed(url: str, dv_id: int) -> dict:
+def read_feed(admin: psycopg.Connection, url: str, dv_id: int) -> dict:
     """The DV reads and acknowledges its whole feed over HTTP from `nmc api`."""
-    with psycopg.connect(url) as admin:
-        events = count(admin, "SELECT count(*) FROM nmc.event WHERE dv_id = %s", dv_id)
+    events = count(admin, "SELECT count(*) FROM nmc.event WHERE dv_id = %s", dv_id)
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, **write_secrets(Path(tmp))}
         env["NMC_API_DATABASE_URL"] = with_overrides(url, user="nmc_api")
@@ -313,11 +333,14 @@ def read_feed(url: str, dv_id: int) -> dict:
                     timeout=60,
                 ) as client:
                     feed = FeedReader(client)  # pages of 1,000: the API's most
+                    # Untimed: the API's first request (its pool's connections, first plans).
+                    warm = await client.get(f"{BASE}/notificaties/wijzigingen?limiet=1")
+                    warm.raise_for_status()
                     with cpu:
                         await feed.read()
                     return feed
 
-            cpu = Cpu(api.pid)
+            cpu = Cpu(admin, api.pid)
             feed = asyncio.run(read())
         finally:
             api.terminate()
@@ -337,14 +360,17 @@ def life_steps(admin_url: str, count_: int) -> dict:
     with webhook_receiver(oin(0)) as (hook_url, received):
         name, url, dv_id = create_database(admin_url, hook_url)
         try:
-            with psycopg.connect(url, autocommit=True) as admin:
+            with (
+                psycopg.connect(url, autocommit=True) as admin,
+                psycopg.connect(with_overrides(url, user="nmc_worker"), autocommit=True) as worker,
+            ):
                 sent = sent_attempts(url, dv_id, count_)
                 expect("send set-up", len(sent), count_)
                 store_receipts(url, sent)
                 admin.execute("VACUUM ANALYZE")
 
-                with Cpu() as cpu:
-                    handled = drain_sql(url, QUERIES["process_receipts"], RECEIPT_BATCH)
+                with Cpu(admin) as cpu:
+                    handled = drain_sql(worker, QUERIES["process_receipts"], RECEIPT_BATCH)
                 expect("receipt", handled, count_)
                 expect("receipt tasks", count(admin, OPEN_TASKS, "receipt"), 0)
                 results["receipt processing"] = per_item(cpu, handled, PARTS, "receipt")
@@ -353,13 +379,13 @@ def life_steps(admin_url: str, count_: int) -> dict:
                                 "WHERE status = 'bezorgd'")  # fmt: skip
                 expect("settlement set-up", bezorgd, count_ - -(-count_ // FAILED_SHARE))
                 advance(admin, SETTLEMENT_JUMP)
-                with Cpu() as cpu:
-                    settled = drain_sql(url, QUERIES["process_vaststellingen"], RECEIPT_BATCH)
+                with Cpu(admin) as cpu:
+                    settled = drain_sql(worker, QUERIES["process_vaststellingen"], RECEIPT_BATCH)
                 expect("settlement", settled, bezorgd)
                 expect("settlement tasks", count(admin, OPEN_TASKS, "vaststellen"), 0)
                 results["settlement"] = per_item(cpu, settled, PARTS, "settlement")
 
-                results["feed read + acknowledge"] = read_feed(url, dv_id)
+                results["feed read + acknowledge"] = read_feed(admin, url, dv_id)
                 with tempfile.TemporaryDirectory() as tmp:
                     results["webhook delivery"] = aio.run(
                         deliver_webhook(url, dv_id, Path(tmp), received)
@@ -369,9 +395,9 @@ def life_steps(admin_url: str, count_: int) -> dict:
                                  "WHERE terminaal_op IS NOT NULL")  # fmt: skip
                 expect("erasure set-up", terminal, count_)
                 advance(admin, ERASURE_JUMP)
-                with Cpu() as cpu:
+                with Cpu(admin) as cpu:
                     erased = drain_sql(
-                        url, QUERIES["process_wissen"], WISSEN_BATCH, lambda rows: rows[0][0]
+                        worker, QUERIES["process_wissen"], WISSEN_BATCH, lambda rows: rows[0][0]
                     )
                 expect("erasure", erased, terminal)
                 expect("erasure keys", count(admin, "SELECT count(*) FROM nmc.notificatie "
@@ -379,8 +405,8 @@ def life_steps(admin_url: str, count_: int) -> dict:
                 results["erasure"] = per_item(cpu, erased, PARTS, "erasure")
 
                 advance(admin, DELETION_JUMP)
-                with Cpu() as cpu:
-                    deleted = delete_expired(url)
+                with Cpu(admin) as cpu:
+                    deleted = delete_expired(worker)
                 expect("deletion", deleted, count_)
                 expect("deletion rows", count(admin, "SELECT count(*) FROM nmc.notificatie"), 0)
                 results["deletion after retention"] = per_item(cpu, deleted, PARTS, "deletion")
@@ -393,15 +419,14 @@ PARTS = ("postgres", "here")
 OPEN_TASKS = "SELECT count(*) FROM nmc.taak WHERE soort = %s AND staat <> 'done'"
 
 
-def delete_expired(url: str) -> int:
-    """nmc.delete_expired until a batch deletes no notification; returns how many it did."""
+def delete_expired(conn: psycopg.Connection) -> int:
+    """nmc.delete_expired until a batch deletes nothing; returns the notifications deleted."""
     total = 0
-    with psycopg.connect(with_overrides(url, user="nmc_worker"), autocommit=True) as conn:
-        while True:
-            [done] = conn.execute("SELECT nmc.delete_expired(%s)", [RETENTIE_BATCH]).fetchone()
-            if not done["notificaties"] and not done["taken"]:
-                return total
-            total += done["notificaties"]
+    while True:
+        [done] = conn.execute("SELECT nmc.delete_expired(%s)", [RETENTIE_BATCH]).fetchone()
+        if not done["notificaties"] and not done["taken"]:
+            return total
+        total += done["notificaties"]
 
 
 # ------------------------------------------------------------------------------------ navraag
@@ -416,35 +441,34 @@ def reconciliation(admin_url: str, count_: int) -> dict:
         notifynl_simulator(api_key) as (sim_url, _),
         psycopg.connect(url, autocommit=True) as admin,
     ):
-        if True:
-            [dv_id] = onboard(admin, 1)
-            # Far above the load, sends and reconciliation alike: the pace must not limit it.
-            set_budget(admin, 100_000_000, 0.5)
-            intake_sealed(admin, dv_id, count_, ring)
+        [dv_id] = onboard(admin, 1)
+        # Far above the load, sends and reconciliation alike: the pace must not limit it.
+        set_budget(admin, 100_000_000, 0.5)
+        intake_sealed(admin, dv_id, count_, ring)
 
-            async def run(tmp: Path) -> Cpu:
-                config = replace(
-                    worker_config(url, sim_url, api_key, tmp, 100, 200), kinds=("verzenden", KIND)
-                )
-                async with Worker.started(
-                    config, ring=ring, pseudonym_key=secrets.token_bytes(32)
-                ) as worker:
-                    while count(admin, OPEN_TASKS, "verzenden"):  # untimed: the sends
-                        await worker.run_once("verzenden")
-                    advance(admin, RECONCILIATION_JUMP)
-                    admin.execute("VACUUM ANALYZE")
-                    with Cpu() as cpu:
-                        while await worker.run_once(KIND):
-                            pass
-                return cpu
+        async def run(tmp: Path) -> Cpu:
+            config = replace(
+                worker_config(url, sim_url, api_key, tmp, 100, 200), kinds=("verzenden", KIND)
+            )
+            async with Worker.started(
+                config, ring=ring, pseudonym_key=secrets.token_bytes(32)
+            ) as worker:
+                while count(admin, OPEN_TASKS, "verzenden"):  # untimed: the sends
+                    await worker.run_once("verzenden")
+                advance(admin, RECONCILIATION_JUMP)
+                admin.execute("VACUUM ANALYZE")
+                with Cpu(admin) as cpu:
+                    while await worker.run_once(KIND):
+                        pass
+            return cpu
 
-            with tempfile.TemporaryDirectory() as tmp:
-                cpu = aio.run(run(Path(tmp)))
-            done = count(admin, "SELECT count(*) FROM nmc.taak WHERE soort = %s "
-                         "AND staat = 'done'", KIND)  # fmt: skip
-            expect("reconciliation", done, count_)
-            expect("reconciliation answers", count(admin, "SELECT count(*) FROM "
-                   "nmc.notificatie WHERE status = 'bezorgd'"), count_)  # fmt: skip
+        with tempfile.TemporaryDirectory() as tmp:
+            cpu = aio.run(run(Path(tmp)))
+        done = count(admin, "SELECT count(*) FROM nmc.taak WHERE soort = %s "
+                     "AND staat = 'done'", KIND)  # fmt: skip
+        expect("reconciliation", done, count_)
+        expect("reconciliation answers", count(admin, "SELECT count(*) FROM "
+               "nmc.notificatie WHERE status = 'bezorgd'"), count_)  # fmt: skip
     return per_item(cpu, done, PARTS, "reconciliation")
 
 
