@@ -220,7 +220,7 @@ def store_receipts(url: str, sent: list[tuple[str, str]]) -> None:
             expect("receipt set-up", sum(1 for _, r in rows if r == "opgeslagen"), len(chunk))
 
 
-def count(conn: psycopg.Connection, query: str, *params) -> int:
+def scalar(conn: psycopg.Connection, query: str, *params) -> int:
     return conn.execute(query, params).fetchone()[0]
 
 
@@ -288,7 +288,7 @@ async def deliver_webhook(url: str, dv_id: int, tmp: Path, received) -> dict:
         with psycopg.connect(url, autocommit=True) as admin:
             for _ in range(20):
                 await worker.run_once("terugkoppelen")
-                validated = count(
+                validated = scalar(
                     admin, "SELECT count(*) FROM nmc.webhookvalidatie WHERE dv_id = %s "
                     "AND uitkomst = 'geldig'", dv_id,
                 )  # fmt: skip
@@ -296,7 +296,7 @@ async def deliver_webhook(url: str, dv_id: int, tmp: Path, received) -> dict:
                     break
                 advance(admin, datetime.timedelta(minutes=5))  # past the deferral
             expect("webhook validation", validated, 1)
-            events = count(admin, "SELECT count(*) FROM nmc.event WHERE dv_id = %s", dv_id)
+            events = scalar(admin, "SELECT count(*) FROM nmc.event WHERE dv_id = %s", dv_id)
             with psycopg.connect(api, autocommit=True) as conn:
                 conn.execute(
                     QUERIES["set_webhook_positie"],
@@ -317,7 +317,7 @@ async def deliver_webhook(url: str, dv_id: int, tmp: Path, received) -> dict:
 
 def read_feed(admin: psycopg.Connection, url: str, dv_id: int) -> dict:
     """The DV reads and acknowledges its whole feed over HTTP from `nmc api`."""
-    events = count(admin, "SELECT count(*) FROM nmc.event WHERE dv_id = %s", dv_id)
+    events = scalar(admin, "SELECT count(*) FROM nmc.event WHERE dv_id = %s", dv_id)
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, **write_secrets(Path(tmp))}
         env["NMC_API_DATABASE_URL"] = with_overrides(url, user="nmc_api")
@@ -353,8 +353,8 @@ def read_feed(admin: psycopg.Connection, url: str, dv_id: int) -> dict:
 # ------------------------------------------------------------------------------------ chain
 
 
-def life_steps(admin_url: str, count_: int) -> dict:
-    """Receipt processing, settlement, feed, webhook, erasure and deletion of `count_`
+def life_steps(admin_url: str, count: int) -> dict:
+    """Receipt processing, settlement, feed, webhook, erasure and deletion of `count`
     notifications on one fresh database (dropped afterwards)."""
     results = {}
     with webhook_receiver(oin(0)) as (hook_url, received):
@@ -364,25 +364,25 @@ def life_steps(admin_url: str, count_: int) -> dict:
                 psycopg.connect(url, autocommit=True) as admin,
                 psycopg.connect(with_overrides(url, user="nmc_worker"), autocommit=True) as worker,
             ):
-                sent = sent_attempts(url, dv_id, count_)
-                expect("send set-up", len(sent), count_)
+                sent = sent_attempts(url, dv_id, count)
+                expect("send set-up", len(sent), count)
                 store_receipts(url, sent)
                 admin.execute("VACUUM ANALYZE")
 
                 with Cpu(admin) as cpu:
                     handled = drain_sql(worker, QUERIES["process_receipts"], RECEIPT_BATCH)
-                expect("receipt", handled, count_)
-                expect("receipt tasks", count(admin, OPEN_TASKS, "receipt"), 0)
+                expect("receipt", handled, count)
+                expect("receipt tasks", scalar(admin, OPEN_TASKS, "receipt"), 0)
                 results["receipt processing"] = per_item(cpu, handled, PARTS, "receipt")
 
-                bezorgd = count(admin, "SELECT count(*) FROM nmc.notificatie "
+                bezorgd = scalar(admin, "SELECT count(*) FROM nmc.notificatie "
                                 "WHERE status = 'bezorgd'")  # fmt: skip
-                expect("settlement set-up", bezorgd, count_ - -(-count_ // FAILED_SHARE))
+                expect("settlement set-up", bezorgd, count - -(-count // FAILED_SHARE))
                 advance(admin, SETTLEMENT_JUMP)
                 with Cpu(admin) as cpu:
                     settled = drain_sql(worker, QUERIES["process_vaststellingen"], RECEIPT_BATCH)
                 expect("settlement", settled, bezorgd)
-                expect("settlement tasks", count(admin, OPEN_TASKS, "vaststellen"), 0)
+                expect("settlement tasks", scalar(admin, OPEN_TASKS, "vaststellen"), 0)
                 results["settlement"] = per_item(cpu, settled, PARTS, "settlement")
 
                 results["feed read + acknowledge"] = read_feed(admin, url, dv_id)
@@ -391,24 +391,24 @@ def life_steps(admin_url: str, count_: int) -> dict:
                         deliver_webhook(url, dv_id, Path(tmp), received)
                     )
 
-                terminal = count(admin, "SELECT count(*) FROM nmc.notificatie "
+                terminal = scalar(admin, "SELECT count(*) FROM nmc.notificatie "
                                  "WHERE terminaal_op IS NOT NULL")  # fmt: skip
-                expect("erasure set-up", terminal, count_)
+                expect("erasure set-up", terminal, count)
                 advance(admin, ERASURE_JUMP)
                 with Cpu(admin) as cpu:
                     erased = drain_sql(
                         worker, QUERIES["process_wissen"], WISSEN_BATCH, lambda rows: rows[0][0]
                     )
                 expect("erasure", erased, terminal)
-                expect("erasure keys", count(admin, "SELECT count(*) FROM nmc.notificatie "
+                expect("erasure keys", scalar(admin, "SELECT count(*) FROM nmc.notificatie "
                                              "WHERE sleutel_gewrapt IS NOT NULL"), 0)  # fmt: skip
                 results["erasure"] = per_item(cpu, erased, PARTS, "erasure")
 
                 advance(admin, DELETION_JUMP)
                 with Cpu(admin) as cpu:
                     deleted = delete_expired(worker)
-                expect("deletion", deleted, count_)
-                expect("deletion rows", count(admin, "SELECT count(*) FROM nmc.notificatie"), 0)
+                expect("deletion", deleted, count)
+                expect("deletion rows", scalar(admin, "SELECT count(*) FROM nmc.notificatie"), 0)
                 results["deletion after retention"] = per_item(cpu, deleted, PARTS, "deletion")
         finally:
             drop_database(admin_url, name)
@@ -432,8 +432,8 @@ def delete_expired(conn: psycopg.Connection) -> int:
 # ------------------------------------------------------------------------------------ navraag
 
 
-def reconciliation(admin_url: str, count_: int) -> dict:
-    """The worker's reconciliëren kind against the NotifyNL simulator, `count_` attempts."""
+def reconciliation(admin_url: str, count: int) -> dict:
+    """The worker's reconciliëren kind against the NotifyNL simulator, `count` attempts."""
     ring = parse_kek_ring(new_kek_ring("kek-bench"))
     api_key = f"bench-{uuid.uuid4()}-{uuid.uuid4()}"
     with (
@@ -444,7 +444,7 @@ def reconciliation(admin_url: str, count_: int) -> dict:
         [dv_id] = onboard(admin, 1)
         # Far above the load, sends and reconciliation alike: the pace must not limit it.
         set_budget(admin, 100_000_000, 0.5)
-        intake_sealed(admin, dv_id, count_, ring)
+        intake_sealed(admin, dv_id, count, ring)
 
         async def run(tmp: Path) -> Cpu:
             config = replace(
@@ -453,7 +453,7 @@ def reconciliation(admin_url: str, count_: int) -> dict:
             async with Worker.started(
                 config, ring=ring, pseudonym_key=secrets.token_bytes(32)
             ) as worker:
-                while count(admin, OPEN_TASKS, "verzenden"):  # untimed: the sends
+                while scalar(admin, OPEN_TASKS, "verzenden"):  # untimed: the sends
                     await worker.run_once("verzenden")
                 advance(admin, RECONCILIATION_JUMP)
                 admin.execute("VACUUM ANALYZE")
@@ -464,22 +464,22 @@ def reconciliation(admin_url: str, count_: int) -> dict:
 
         with tempfile.TemporaryDirectory() as tmp:
             cpu = aio.run(run(Path(tmp)))
-        done = count(admin, "SELECT count(*) FROM nmc.taak WHERE soort = %s "
+        done = scalar(admin, "SELECT count(*) FROM nmc.taak WHERE soort = %s "
                      "AND staat = 'done'", KIND)  # fmt: skip
-        expect("reconciliation", done, count_)
-        expect("reconciliation answers", count(admin, "SELECT count(*) FROM "
-               "nmc.notificatie WHERE status = 'bezorgd'"), count_)  # fmt: skip
+        expect("reconciliation", done, count)
+        expect("reconciliation answers", scalar(admin, "SELECT count(*) FROM "
+               "nmc.notificatie WHERE status = 'bezorgd'"), count)  # fmt: skip
     return per_item(cpu, done, PARTS, "reconciliation")
 
 
 KIND = "reconciliëren"
 
 
-def bench_steps(admin_url: str, count_: int) -> dict:
+def bench_steps(admin_url: str, count: int) -> dict:
     """Every step's figures; ms per item under ["…"]["ms_per_item"]."""
     started = time.perf_counter()
-    results = life_steps(admin_url, count_)
-    results["reconciliation"] = reconciliation(admin_url, count_)
+    results = life_steps(admin_url, count)
+    results["reconciliation"] = reconciliation(admin_url, count)
     results["seconds"] = round(time.perf_counter() - started, 1)
     return results
 
