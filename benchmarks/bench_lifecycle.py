@@ -23,17 +23,23 @@ simulators) over a PostgreSQL cluster of its own that loads pg_stat_statements:
    notification deleted after the proof's retention); all the while the DV reads its feed and
    acknowledges it, and takes the same events by webhook;
 3. the steps alone, on the same cluster (first, before any stack): batch and single intake
-   (bench_intake), the send drain (bench_send.bench_drain) and receipt intake
-   (bench_callback).
+   (bench_intake), the send drain (bench_send.bench_drain), receipt intake (bench_callback)
+   and the rest of the life (bench_steps: receipt processing, reconciliation against the
+   NotifyNL simulator, settlement, the feed read and acknowledged over HTTP, webhook
+   delivery, erasure, deletion after retention), each in bulk at its best.
 
 CPU is CPU time from /proc (a shared machine's wall time says little): PostgreSQL is the
 postmaster and its children (backends that exit leave their time in the postmaster's
 children's time), minus the benchmark's own probe connection; the API and each worker their
 process. The verdict is the ratio of the life's NMC CPU per notification to the sum of the
-steps' own costs per notification (each weighted by how often the life took it: sends and
-receipts per notification). Steps without a benchmark of their own (receipt processing,
-reconciliation, settlement, the feed, maintenance) are not in that sum: all they cost
-counts as overhead, so the ratio is an upper bound of the waste.
+steps' own costs per notification, each weighted by how often the life took it (sends,
+receipts, reconciliation look-ups, settlements, events read from the feed and delivered by
+webhook, erasures, deletions per notification): `ratio_to_steps`. Beside it the narrow one
+of before, `ratio_to_intake_send_callback`: against intake, send and receipt callback
+alone, all the rest counted as overhead. What no step's ceiling holds is overhead: the
+upkeep rounds (controle, beheerrapport, maintenance's other jobs, the watchdog), polling,
+the idle stack's own cost over the life's time, and the autovacuum and background work
+bench_steps leaves out of its figures.
 """
 
 import argparse

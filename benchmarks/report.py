@@ -437,7 +437,7 @@ def lifecycle(admin_url: str, sizes: dict) -> tuple[dict, list[Row]]:
             r["step_sum_ms"],
             LIFECYCLE_FACTOR,
             "ms",
-            "the sum of its steps' own costs (intake, send, receipt; same run)",
+            "the sum of its steps' own costs (every step of the life; same run)",
             f"ms: {parts}; the idle stack over the same time {r['idle_share_of_life_ms']:.2f}",
         ),
         at_most(

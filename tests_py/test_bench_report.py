@@ -150,7 +150,9 @@ def test_lifecycle_figures_and_rows(monkeypatch):
     # The lifecycle benchmark starts a stack of its own (too long for the tiny preset): here
     # its arithmetic and its report rows, from made-up windows. Per notification: 10 NMC CPU
     # seconds over 1000 notifications is 10 ms; steps 0.1 (intake) + 2 x 0.5 (sends) + 0.4
-    # (receipts) = 1.5 ms; 10 / 1.5 is the ratio.
+    # (receipts) = 1.5 ms, the narrow sum; the later steps add 1 x 0.3 (receipt processing)
+    # + 0.1 x 1.0 (reconciliation) + 0.9 x 0.2 (settlement) + 4 x 0.01 (feed) + 4 x 0.02
+    # (webhook) + 0.1 (erasure) + 0.1 (deletion) = 0.9 ms: 2.4 ms in all.
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     lifecycle = importlib.import_module("bench_lifecycle")
     report = importlib.import_module("report")
@@ -167,6 +169,11 @@ def test_lifecycle_figures_and_rows(monkeypatch):
         "sends": 2000,
         "receipts": 1000,
         "feed": {"events": 4000, "pages": 10, "acks": 10},
+        "webhook": {"events": 4000, "calls": 8},
+        "reconciliations": 100,
+        "settlements": 900,
+        "erasures": 1000,
+        "deletions": 1000,
         "pickup_ms": {"count": 900, "p50": 250.0, "p99": 600.0},
         "statements": [
             {"query": "SELECT nmc.claim()", "calls": 5000, "ms": 800.0, "rows": 1,
@@ -190,11 +197,16 @@ def test_lifecycle_figures_and_rows(monkeypatch):
         ],
     }  # fmt: skip
     steps = {"intake single": 0.15, "intake batch item": 0.05, "send": 0.5, "receipt callback": 0.4}
+    steps |= {"receipt processing": 0.3, "reconciliation": 1.0, "settlement": 0.2,
+              "feed read + acknowledge": 0.01, "webhook delivery": 0.02, "erasure": 0.1,
+              "deletion after retention": 0.1}  # fmt: skip
     figures = lifecycle.summarise(idle, life, steps)
 
     assert figures["nmc_cpu_ms_per_notificatie"] == 10.0  # the simulator does not count
-    assert figures["step_sum_ms"] == 1.5
-    assert figures["ratio_to_steps"] == round(10 / 1.5, 2)
+    assert figures["step_sum_ms"] == 2.4
+    assert figures["ratio_to_steps"] == round(10 / 2.4, 2)
+    assert figures["ratio_to_intake_send_callback"] == round(10 / 1.5, 2)
+    assert figures["step_items_per_notificatie"]["feed read + acknowledge"] == 4.0
     assert figures["idle"]["core_percent"]["nmc"] == 1.0  # 0.2 CPU s in 20 s
     assert figures["idle"]["statements_per_s"][0]["per_s"] == 4.0
     assert figures["statements"][0]["calls_per_notificatie"] == 5.0
@@ -215,7 +227,7 @@ def test_lifecycle_figures_and_rows(monkeypatch):
     _, rows = report.lifecycle("unused", report.PRESETS["quick"]["lifecycle"])
     cpu, idle_row, pickup = (asdict_row(row) for row in rows)
     check_relative_target(cpu)
-    assert cpu["ratio"] == (10 / 1.5) / report.LIFECYCLE_FACTOR and cpu["ok"] is False
+    assert cpu["ratio"] == (10 / 2.4) / report.LIFECYCLE_FACTOR and cpu["ok"] is False
     assert idle_row["figure"] == 1.0 and idle_row["ok"] is True
     assert pickup["figure"] == 250.0 and pickup["verdict"] == "information"
     assert "lifecycle" not in report.PRESETS["tiny"]  # a stack of its own: not the smoke test
