@@ -114,6 +114,9 @@ SETTLED_SQL = "SELECT count(*) FROM nmc.event WHERE naar = 'definitief-bezorgd'"
 ERASED_COUNTS_SQL = """
 SELECT count(*) FILTER (WHERE gewist_op IS NOT NULL), count(*) FROM nmc.notificatie
 """
+# After the history wave, what autovacuum keeps in a running NMC: every table's statistics
+# (a fresh cluster's autovacuum, one round a minute, had not come round to them yet).
+ANALYZE_SQL = "ANALYZE"
 LOOKUP_PATH = "/v2/notifications"  # GET: a reconciliation's look-up (not the POST send)
 # Top-level statements of the NMC's roles only (not the probe's own, nor migrate's).
 STATEMENTS_SQL = """
@@ -315,8 +318,21 @@ async def answer(probe: psycopg.Connection, query: str) -> bool:
 
 
 async def run_life(
-    stack: LocalStack, probe, meter: Meter, count: int, rate: float, hook: HookReceiver
+    stack: LocalStack,
+    probe,
+    meter: Meter,
+    count: int,
+    rate: float,
+    hook: HookReceiver,
+    *,
+    history: bool = False,
+    cursor: str | None = None,
 ) -> dict:
+    """One wave of `count` notifications through its whole life, measured.
+
+    `history`: the stack's first wave, which leaves what a running NMC has (history in its
+    tables, their statistics, every connection's plans) and stops before the deletion: it
+    returns only the DV's feed cursor, from which the measured wave's reader goes on."""
     plan = scenario.build_plan(count, scenario.new_run_id(), now=stack.now())
     response = httpx.post(f"{stack.profielservice_url}/_sim/parties", json=plan.parties)
     response.raise_for_status()
@@ -325,7 +341,13 @@ async def run_life(
     headers = {"Authorization": f"Bearer {token}"}
     sims = httpx.AsyncClient(timeout=10)
     async with httpx.AsyncClient(base_url=stack.api_url, headers=headers, timeout=60) as client:
-        feed = FeedReader(client)
+        feed = FeedReader(client, cursor=cursor)
+        before = {
+            "settlements": probe.execute(SETTLED_SQL).fetchone()[0],
+            "erasures": probe.execute(ERASED_COUNTS_SQL).fetchone()[0],
+            "webhook events": len(hook.seen),
+            "webhook calls": hook.calls,
+        }
 
         async def follow() -> None:
             while True:
@@ -376,8 +398,15 @@ async def run_life(
         stack.advance_clock(ERASURE_JUMP)
         await until(lambda: answer(probe, ERASED_SQL), "the erasure")
         marks["erased"] = meter.snapshot()
+        if history:
+            reader.cancel()
+            await asyncio.gather(reader, return_exceptions=True)
+            await sims.aclose()
+            return {"cursor": feed.cursor}
         erased, present = probe.execute(ERASED_COUNTS_SQL).fetchone()
+        # The deletion takes the history too (its notifications are past the retention).
         counts |= {"erasures": erased, "deletions": present}
+        counts = {what: n - before.get(what, 0) for what, n in counts.items()}
         stack.advance_clock(DELETION_JUMP)
         await until(lambda: answer(probe, DELETED_SQL), "the deletion")
         marks["deleted"] = meter.snapshot()
@@ -413,7 +442,10 @@ async def run_life(
         ),
         **counts,
         "feed": {"events": feed.events, "pages": feed.pages, "acks": feed.acks},
-        "webhook": {"events": len(hook.seen), "calls": hook.calls},
+        "webhook": {
+            "events": len(hook.seen) - before["webhook events"],
+            "calls": hook.calls - before["webhook calls"],
+        },
         "pickup_ms": {
             "count": len(pickups),
             "p50": round(1000 * statistics.median(pickups), 1) if pickups else None,
@@ -502,8 +534,12 @@ def bench_lifecycle(
     ceilings: dict | None = None,
     variants: dict[str, Variant] | None = None,
     nested: bool = False,
+    history: int | None = None,
 ) -> dict:
     """The whole benchmark on a cluster of its own (removed afterwards); the figures.
+
+    `history`: notifications of the history wave before the measured one (None: as many as
+    the measured wave; 0: none, the life measured on a fresh stack and empty tables).
 
     `nested`: pg_stat_statements also counts the statements inside the functions (track =
     all; a little overhead on every statement, so not by default).
@@ -536,6 +572,7 @@ def bench_lifecycle(
                 rate,
                 idle_s,
                 python,
+                count if history is None else history,
             )
     finally:
         cluster.stop()
@@ -554,8 +591,10 @@ def run_stack(
     rate: float,
     idle_s: float,
     python: Path | None = None,
+    history: int = 0,
 ) -> tuple[dict, dict]:
-    """One stack on the running cluster: its idle window, then the life; stopped after."""
+    """One stack on the running cluster: a history wave of `history` notifications (none
+    at 0), its idle window, then the life; stopped after."""
     hook = HookReceiver()
     receiver = start_in_thread(receiver_app({scenario.DEMO_OIN: hook}))
     stack = StackOf(
@@ -576,8 +615,14 @@ def run_stack(
         with psycopg.connect(stack.admin_url, autocommit=True) as probe:
             probe.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
             meter = Meter(stack, probe)
+            cursor = None
+            if history:
+                wave = run_life(stack, probe, meter, history, rate, hook, history=True)
+                cursor = asyncio.run(wave)["cursor"]
+                probe.execute(ANALYZE_SQL)
+                httpx.post(f"{stack.notifynl_url}/_sim/forget").raise_for_status()
             idle = measure_idle(meter, probe, idle_s)
-            life = asyncio.run(run_life(stack, probe, meter, count, rate, hook))
+            life = asyncio.run(run_life(stack, probe, meter, count, rate, hook, cursor=cursor))
     finally:
         stack.stop()
         receiver.stop()  # its idle polling must not count in the next stack's or steps' figures
@@ -854,6 +899,12 @@ def main() -> int:
     parser.add_argument("--idle", type=float, help="idle seconds (60; quick 20)")
     parser.add_argument("--json", type=Path, help="write the figures here too")
     parser.add_argument(
+        "--history",
+        type=int,
+        help="notifications of the unmeasured wave before the life (as many as --count; 0: "
+        "none, the life on a fresh stack)",
+    )
+    parser.add_argument(
         "--nested", action="store_true", help="also the statements inside the functions"
     )
     parser.add_argument(
@@ -874,6 +925,7 @@ def main() -> int:
         ceilings=QUICK_CEILINGS if args.quick else FULL_CEILINGS,
         variants=variants,
         nested=args.nested,
+        history=args.history,
     )
     for name, figures in result.get("variants", {"shipped": result}).items():
         print(f"\n===== {name}\n{printed(figures)}")

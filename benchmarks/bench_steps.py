@@ -380,6 +380,7 @@ def life_steps(admin_url: str, count: int) -> dict:
                 failed = -(-count // FAILED_SHARE)  # the receipts n with n % FAILED_SHARE == 0
                 expect("settlement set-up", bezorgd, count - failed)
                 advance(admin, SETTLEMENT_JUMP)
+                admin.execute("VACUUM ANALYZE")  # each step at its best: no dead rows, stats
                 with Cpu(admin) as cpu:
                     settled = drain_sql(worker, QUERIES["process_vaststellingen"], RECEIPT_BATCH)
                 expect("settlement", settled, bezorgd)
@@ -396,6 +397,7 @@ def life_steps(admin_url: str, count: int) -> dict:
                                  "WHERE terminaal_op IS NOT NULL")  # fmt: skip
                 expect("erasure set-up", terminal, count)
                 advance(admin, ERASURE_JUMP)
+                admin.execute("VACUUM ANALYZE")
                 with Cpu(admin) as cpu:
                     erased = drain_sql(
                         worker, QUERIES["process_wissen"], WISSEN_BATCH, lambda rows: rows[0][0]
@@ -406,6 +408,7 @@ def life_steps(admin_url: str, count: int) -> dict:
                 results["erasure"] = per_item(cpu, erased, PARTS, "erasure")
 
                 advance(admin, DELETION_JUMP)
+                admin.execute("VACUUM ANALYZE")
                 with Cpu(admin) as cpu:
                     deleted = delete_expired(worker)
                 expect("deletion", deleted, count)
