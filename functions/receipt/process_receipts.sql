@@ -1,5 +1,130 @@
 -- Receipt tasks need no external call: a worker processes a batch in one transaction.
 
+-- The common receipt as one set (SPEC §4 notes): a delivered for a running attempt, by its
+-- own NotifyNL id, of a verzonden notification. What nmc.judge_receipt and
+-- nmc.apply_receipt_v2 do for such a receipt, each kind of write once for the whole set.
+
+CREATE OR REPLACE FUNCTION nmc.apply_receipts_bezorgd(p_taak_ids bigint[])
+RETURNS bigint[]
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_nu CONSTANT timestamptz := nmc.now();
+    v_taken bigint [];
+    v_notificaties uuid [];
+    v_pogingen uuid [];
+    v_c timestamptz [];
+    v_versies integer [];
+BEGIN
+    -- Every notification of the batch locked first, in id order (the other receipts of the
+    -- batch then take locks already held, whatever their order).
+    PERFORM 1 FROM (
+        SELECT n.id FROM nmc.notificatie AS n
+        WHERE n.id IN (SELECT t.notificatie_id FROM nmc.taak AS t WHERE t.id = ANY(p_taak_ids))
+        ORDER BY n.id
+        FOR UPDATE
+    ) AS n;
+
+    -- Which receipts are that common one, judged under the locks. An attempt or a
+    -- notification with another receipt in the batch goes one by one (their order counts).
+    SELECT
+        coalesce(pg_catalog.array_agg(k.id ORDER BY k.notificatie_id), '{}'),
+        coalesce(pg_catalog.array_agg(k.notificatie_id ORDER BY k.notificatie_id), '{}'),
+        coalesce(pg_catalog.array_agg(k.poging_id ORDER BY k.notificatie_id), '{}'),
+        coalesce(pg_catalog.array_agg(k.c ORDER BY k.notificatie_id), '{}')
+    INTO v_taken, v_notificaties, v_pogingen, v_c
+    FROM (
+        SELECT
+            t.id, t.notificatie_id, t.poging_id, t.payload,
+            -- Capped at the NMC clock, as nmc.judge_receipt orders receipts.
+            least(coalesce((t.payload ->> 'completed_at')::timestamptz, v_nu), v_nu) AS c,
+            pg_catalog.count(*) OVER (PARTITION BY t.poging_id) AS per_poging,
+            pg_catalog.count(*) OVER (PARTITION BY t.notificatie_id) AS per_notificatie
+        FROM nmc.taak AS t
+        WHERE t.id = ANY(p_taak_ids)
+    ) AS k
+    INNER JOIN nmc.poging AS p ON k.poging_id = p.id
+    INNER JOIN nmc.notificatie AS n ON p.notificatie_id = n.id AND k.notificatie_id = n.id
+    WHERE k.per_poging = 1 AND k.per_notificatie = 1
+        AND k.payload ->> 'status' = 'delivered'
+        AND (k.payload ->> 'id')::uuid = p.notifynl_id
+        AND p.status = 'verzonden' AND n.status = 'verzonden'
+        AND (p.laatste_receipt_op IS NULL OR k.c >= p.laatste_receipt_op);
+    IF pg_catalog.cardinality(v_taken) = 0 THEN
+        RETURN v_taken;
+    END IF;
+
+    -- The attempt delivered, its reconciliation ended, the notification bezorgd.
+    UPDATE nmc.poging AS p
+    SET status = 'bezorgd', afgerond_op = u.c, laatste_receipt_op = u.c,
+        laatste_receipt_status = 'delivered',
+        verzonden_op = coalesce((t.payload ->> 'sent_at')::timestamptz, p.verzonden_op)
+    FROM unnest(v_pogingen, v_c, v_taken) AS u (poging_id, c, taak_id)
+    INNER JOIN nmc.taak AS t ON u.taak_id = t.id
+    WHERE p.id = u.poging_id;
+    UPDATE nmc.taak AS t
+    SET staat = 'done', afgerond_op = v_nu
+    FROM unnest(v_notificaties, v_pogingen) AS u (notificatie_id, poging_id)
+    WHERE t.notificatie_id = u.notificatie_id AND t.soort = 'reconciliëren'
+        AND t.poging_id = u.poging_id AND t.staat = 'open';
+    SELECT pg_catalog.array_agg(o.versie ORDER BY o.notificatie_id) INTO v_versies
+    FROM nmc.transition_notificaties(
+        v_notificaties,
+        pg_catalog.array_fill(
+            'bezorgd'::nmc.notificatie_status, ARRAY[pg_catalog.cardinality(v_notificaties)]
+        )
+    ) AS o;
+
+    -- The settlement task naming the delivered attempt (nmc.plan_vaststellen).
+    INSERT INTO nmc.taak (soort, dv_id, notificatie_id, poging_id, due, trace_id, aangemaakt_op)
+    SELECT
+        'vaststellen', n.dv_id, n.id, u.poging_id,
+        u.c + i.vaststellingstermijn + i.callback_venster, n.trace_id, v_nu
+    FROM unnest(v_notificaties, v_pogingen, v_c) AS u (notificatie_id, poging_id, c)
+    INNER JOIN nmc.notificatie AS n ON u.notificatie_id = n.id
+    CROSS JOIN nmc.instellingen AS i
+    ON CONFLICT (notificatie_id, soort)
+    WHERE staat IN ('open', 'claimed') AND soort NOT IN ('receipt', 'reconciliëren')
+    AND notificatie_id IS NOT NULL
+    DO UPDATE SET due = excluded.due, poging_id = excluded.poging_id;
+
+    -- The receipt history, as nmc.apply_receipt_v2 writes it: applied, before the final
+    -- status, at the notification's new version.
+    INSERT INTO nmc.receiptgeschiedenis (
+        notificatie_id, poging_id, bron, notifynl_id, status, completed_at, sent_at,
+        template_id, template_versie, ontvangen_op, verwerkt_op, resultaat, toegepast,
+        na_eindstatus, notificatie_versie
+    )
+    SELECT
+        u.notificatie_id, u.poging_id, 'callback', (t.payload ->> 'id')::uuid, 'delivered',
+        (t.payload ->> 'completed_at')::timestamptz, (t.payload ->> 'sent_at')::timestamptz,
+        (t.payload ->> 'template_id')::uuid,
+        CASE
+            WHEN t.payload ->> 'template_version' ~ '^[0-9]{1,9}$'
+                THEN (t.payload ->> 'template_version')::integer
+        END,
+        coalesce(t.aangemaakt_op, v_nu), v_nu, 'bezorgd', true, false, u.versie
+    FROM unnest(v_taken, v_notificaties, v_pogingen, v_versies) AS u (
+        taak_id, notificatie_id, poging_id, versie
+    )
+    INNER JOIN nmc.taak AS t ON u.taak_id = t.id
+    ORDER BY u.taak_id;
+
+    PERFORM nmc.close_taken(v_taken);
+    RETURN v_taken;
+END
+$$;
+COMMENT ON FUNCTION nmc.apply_receipts_bezorgd(bigint[]) IS
+'Of the locked receipt tasks p_taak_ids, applies as one set those that nmc.judge_receipt '
+'would judge bezorgd on the plain path: delivered, with the attempt''s own NotifyNL id, '
+'for a running attempt (verzonden, no newer receipt) of a verzonden notification, the '
+'attempt and the notification once in the batch. Writes what nmc.apply_receipt_v2 writes '
+'for each (the attempt bezorgd, its open reconciliation done, the transition to bezorgd '
+'through nmc.transition_notificaties, the settlement task, the receipt history) and closes '
+'their tasks. Locks every notification of the batch first, in id order. Returns the tasks '
+'it handled; the others are left for the one-by-one path. Internal.';
+
 CREATE OR REPLACE FUNCTION nmc.process_receipts_v2(p_batch integer DEFAULT 100)
 RETURNS TABLE (notificatie_id uuid)
 LANGUAGE plpgsql
@@ -10,12 +135,29 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE
+    v_taken bigint [];
+    v_samen bigint [] := '{}';
     v_taak nmc.taak;
     v_fout text;
 BEGIN
+    SELECT coalesce(pg_catalog.array_agg(l.taak_id), '{}') INTO v_taken
+    FROM nmc.lock_due_taken('receipt', greatest(p_batch, 1)) AS l;
+    IF pg_catalog.cardinality(v_taken) = 0 THEN
+        RETURN;
+    END IF;
+    -- The common delivered receipts as one set; should that fail, every receipt goes the
+    -- one-by-one way below, where a failure is counted on its own task.
+    BEGIN
+        v_samen := nmc.apply_receipts_bezorgd(v_taken);
+    EXCEPTION WHEN OTHERS THEN
+        v_samen := '{}';
+    END;
+    RETURN QUERY
+    SELECT t.notificatie_id FROM nmc.taak AS t WHERE t.id = ANY(v_samen) ORDER BY t.id;
+
     FOR v_taak IN
         SELECT t.* FROM nmc.taak AS t
-        INNER JOIN nmc.lock_due_taken('receipt', greatest(p_batch, 1)) AS l ON l.taak_id = t.id
+        WHERE t.id = ANY(v_taken) AND t.id <> ALL(v_samen)
         ORDER BY t.receipt_completed_at NULLS FIRST, t.id
     LOOP
         BEGIN
@@ -58,7 +200,8 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION nmc.process_receipts_v2(integer) IS
-'Processes up to p_batch due receipt tasks (fairly across DVs, oldest completed_at first) '
+'Processes up to p_batch due receipt tasks (fairly across DVs): the plain delivered ones as '
+'one set (nmc.apply_receipts_bezorgd), the others oldest completed_at first, one by one, '
 'with nmc.apply_receipt_v2 (judged, and written into the receipt history) in the caller''s '
 'transaction; a receipt that fails is counted on '
 'its task and retried with backoff (state mislukt after the maximum). Returns one row per '
