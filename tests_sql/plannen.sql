@@ -10,12 +10,14 @@ SELECT set_eq(
     $$SELECT p.proname::text FROM pg_catalog.pg_proc AS p
       WHERE p.pronamespace = 'nmc'::regnamespace
           AND 'plan_cache_mode=force_generic_plan' = ANY(p.proconfig)$$,
-    $$VALUES ('claim_verzenden'), ('finish_verzenden_batch'), ('transition_notificaties'),
+    $$VALUES ('claim_verzenden'), ('finish_verzenden_batch'), ('finish_verzenden_batch_v2'),
+        ('transition_notificaties'), ('store_receipts_v2'),
         ('claim_taken'), ('extend_leases'), ('record_contactgegevens'),
         ('process_receipts_v2'), ('claim_navraag_v2'), ('process_vaststellingen_v2'),
         ('claim_terugkoppelen_v3'), ('read_events'), ('bewijs_events_json_v2'),
         ('soorten_met_werk')$$,
-    'the worker''s look, claims and commits, the feed''s read and the proof''s events keep one '
+    'the worker''s look, claims and commits, the receipts'' store, the feed''s read and the '
+    || 'proof''s events keep one '
     || 'generic plan per session'
 );
 SELECT is_empty(

@@ -13,6 +13,8 @@ RETURNS TABLE (item integer, resultaat text)
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+-- One generic plan per session (see nmc.claim_verzenden).
+SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE

@@ -353,6 +353,8 @@ RETURNS TABLE (item integer, status nmc.notificatie_status, fout text)
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+-- One generic plan per session (see nmc.claim_verzenden).
+SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 BEGIN
