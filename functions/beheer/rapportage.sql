@@ -127,6 +127,23 @@ BEGIN
         RETURN;
     END IF;
 
+    -- A report this task began and did not finish (its answer was lost, it was deferred) goes
+    -- on as today's: its id is the NotifyNL reference a try looks up, so a new id after
+    -- midnight would send the e-mail again. The DV has one open report task at a time, so a
+    -- report made since the task was planned is this task's.
+    UPDATE nmc.beheerrapport AS r SET dag = v_dag
+    WHERE r.id = (
+        SELECT o.id FROM nmc.beheerrapport AS o
+        WHERE o.dv_id = v_dv.dv_id AND o.uitkomst IS NULL
+            AND o.aangemaakt_op >= v_taak.aangemaakt_op
+        ORDER BY o.dag DESC
+        LIMIT 1
+    )
+        AND r.dag < v_dag
+        AND NOT EXISTS (
+            SELECT 1 FROM nmc.beheerrapport AS t WHERE t.dv_id = v_dv.dv_id AND t.dag = v_dag
+        );
+
     SELECT * INTO v_rapport FROM nmc.beheerrapport AS r
     WHERE r.dv_id = v_dv.dv_id AND r.dag = v_dag
     FOR UPDATE;
@@ -269,7 +286,8 @@ END
 $$;
 COMMENT ON FUNCTION nmc.begin_beheerrapport_v2(bigint, integer, double precision) IS
 'For the claimed beheerrapport task (fenced by epoch): today''s (Europe/Amsterdam) report of '
-'its DV, recorded in nmc.beheerrapport (one per DV and day; a later try keeps its id): the '
+'its DV, recorded in nmc.beheerrapport (one per DV and day; a later try keeps its id, also '
+'on a later day: an unfinished report the task began becomes that day''s): the '
 'channel (NULL: the DV is inactive or has no mailto:/https: channel, close the task), the '
 'terminal statuses past its acknowledgement older than its bevestigingstermijn (count, '
 'afgekapt when settings.onbevestigd_telgrens was reached, the oldest, at most '
@@ -352,7 +370,8 @@ BEGIN
     DELETE FROM nmc.beheerrapport AS r
     WHERE r.dv_id = v_taak.dv_id
         AND r.dag < (
-            nmc.now() - (SELECT i.bewijs_bewaartermijn FROM nmc.instellingen AS i)
+            (nmc.now() - (SELECT i.bewijs_bewaartermijn FROM nmc.instellingen AS i))
+            AT TIME ZONE 'Europe/Amsterdam'
         )::date;
     RETURN v_rapport.uitkomst;
 END

@@ -65,7 +65,11 @@ BEGIN
     DELETE FROM nmc.feedaanroep AS f WHERE f.venster_start < v_nu - INTERVAL '1 hour';
     -- The counts of requests NotifyNL could not render, per DV, berichttype and day.
     DELETE FROM nmc.onverwerkbaar AS o
-    WHERE o.dag < (v_nu - (SELECT i.bewijs_bewaartermijn FROM nmc.instellingen AS i))::date;
+    -- Its days are Amsterdam days (as they were counted), so the bound is one too.
+    WHERE o.dag < (
+        (v_nu - (SELECT i.bewijs_bewaartermijn FROM nmc.instellingen AS i))
+        AT TIME ZONE 'Europe/Amsterdam'
+    )::date;
     DELETE FROM nmc.bewijsaanroep AS f WHERE f.venster_start < v_nu - INTERVAL '1 hour';
 
     RETURN pg_catalog.jsonb_build_object(

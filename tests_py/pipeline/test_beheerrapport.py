@@ -174,6 +174,16 @@ def next_day(conn: psycopg.Connection) -> None:
     advance(conn, "1 day")
 
 
+def to_five_to_midnight(conn: psycopg.Connection) -> None:
+    """On to the next 23:55 in Amsterdam."""
+    conn.execute(
+        "SELECT nmc.advance_clock(((d.t + CASE WHEN d.t > nmc.now() THEN interval '0'"
+        " ELSE interval '1 day' END) - nmc.now()))"
+        " FROM (SELECT (((nmc.now() AT TIME ZONE 'Europe/Amsterdam')::date + time '23:55')"
+        " AT TIME ZONE 'Europe/Amsterdam') AS t) AS d"
+    )
+
+
 async def test_reports_reach_the_channels_once_a_day(
     rapporteur, kanalen, conn, intake, sim, endpoint, ring
 ):
@@ -280,6 +290,8 @@ async def test_a_send_whose_answer_was_lost_is_found_by_its_reference(
     advance(conn, "2 days")
     assert await rapporteur.run_once(SOORT) == 0
     next_day(conn)
+    # Late in the day, so that the re-claim comes after midnight: the report stays the same.
+    to_five_to_midnight(conn)
     # NotifyNL accepts the e-mail but its answer never arrives (the worker times out).
     set_faults(sim, accept_timeout_rate=1.0)
     await rapporteur.run_once(SOORT)
