@@ -181,6 +181,7 @@ class Lookout:
         stopping: asyncio.Event,
         clock: Callable[[], float] = time.monotonic,
         phase: Callable[[], float] = random.random,
+        hints_live: Callable[[], bool] = lambda: False,
     ) -> None:
         self._db = db
         self._phase = phase
@@ -190,7 +191,7 @@ class Lookout:
         self._waiting: dict[str, asyncio.Future] = {}
         self._wake = asyncio.Event()  # a hint, or the worker stopping
         self._last_work = clock()
-        self.hints_live: Callable[[], bool] = lambda: False
+        self.hints_live = hints_live
         self.looks = 0  # queries made (tests)
 
     @property
@@ -284,14 +285,15 @@ class Worker:
             }
         )
         self._stopping = asyncio.Event()
-        self.lookout = Lookout(ctx.db, config.poll_interval, self._stopping)
-        self.hints = (
-            WerkHints(config.hints_url, self.lookout.hint, self._stopping)
-            if config.hints_url
-            else None
+        self.hints: WerkHints | None = None
+        self.lookout = Lookout(
+            ctx.db, config.poll_interval, self._stopping, hints_live=self._hears_hints
         )
-        if self.hints is not None:
-            self.lookout.hints_live = lambda: self.hints.live
+        if config.hints_url:
+            self.hints = WerkHints(config.hints_url, self.lookout.hint, self._stopping)
+
+    def _hears_hints(self) -> bool:
+        return self.hints is not None and self.hints.live
 
     @classmethod
     @contextlib.asynccontextmanager
