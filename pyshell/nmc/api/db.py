@@ -16,6 +16,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from nmc import sql_calls
 from nmc.api.settings import ApiSettings
+from nmc.runtime.pool import LifoPool
 
 Pool = AsyncConnectionPool[AsyncConnection[TupleRow]]
 
@@ -31,7 +32,7 @@ def new_pool(settings: ApiSettings) -> Pool:
     No `check` callback: it would cost a round trip on every checkout. A broken connection
     fails its one request (503) and the pool discards it when it comes back.
     """
-    return AsyncConnectionPool(
+    return LifoPool(
         settings.database_url,
         min_size=settings.pool_min,
         max_size=settings.pool_max,

@@ -28,13 +28,13 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 import psycopg
-from psycopg_pool import AsyncConnectionPool
 
 from nmc import sql_calls, sqlstates
 from nmc.api.db import Pool
 from nmc.api.problems import database_unavailable
 from nmc.api.services import Services
 from nmc.api.settings import ApiSettings
+from nmc.runtime.pool import LifoPool
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ def new_replica_pool(settings: ApiSettings) -> Pool | None:
     """An unopened pool of autocommit connections to the replica, or None without one."""
     if not settings.replica_database_url:
         return None
-    return AsyncConnectionPool(
+    return LifoPool(
         settings.replica_database_url,
         min_size=settings.pool_min,
         max_size=settings.pool_max,

@@ -16,6 +16,7 @@ from psycopg.rows import namedtuple_row
 from psycopg_pool import AsyncConnectionPool
 
 from nmc import sql_calls, sqlstates
+from nmc.runtime.pool import LifoPool
 from nmc.sql_calls import NO_PARAMS
 
 RETRYABLE = frozenset({sqlstates.DEADLOCK_DETECTED, sqlstates.SERIALIZATION_FAILURE})
@@ -36,7 +37,7 @@ class Database:
         async def configure(conn: psycopg.AsyncConnection) -> None:
             conn.prepare_threshold = prepare_threshold
 
-        pool = AsyncConnectionPool(
+        pool = LifoPool(
             url,
             min_size=min(2, size),
             max_size=size,
