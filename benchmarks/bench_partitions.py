@@ -37,7 +37,7 @@ from pathlib import Path
 import psycopg
 from bench_lifecycle import tree_of
 from bench_send import bulk_sends, fresh_database
-from eventlog import FILL, ROOT, backend_cpu, onboard
+from eventlog import FILL, ROOT, XID_BASE, backend_cpu, onboard
 
 from nmc.admin.migrate import migrate
 from nmc.config import Settings
@@ -46,7 +46,6 @@ from nmc_dev.embedded_db import EmbeddedCluster
 
 RANGE_WIDTH = 100  # xids
 EVENTS_PER_RANGE = 2000
-XID_BASE = 1000
 CALLS = 150
 WARM_UP = 5
 PAUSE_S = 0.02
@@ -82,11 +81,12 @@ def split_log(url: str, count: int) -> dict:
         conn.execute("DELETE FROM nmc.event_partitie")
         bounds = [0, *(XID_BASE + k * RANGE_WIDTH for k in range(count + 1)), 1 << 24]
         for low, high in itertools.pairwise(bounds):
-            [(name,)] = conn.execute(
+            [(current,)] = conn.execute(
                 "SELECT nmc.create_event_partitie(%s::text::xid8, %s::text::xid8)",
                 [str(low), str(high)],
             ).fetchall()
-            conn.execute(f"ALTER TABLE nmc.{name} OWNER TO nmc_owner")  # as maintenance makes it
+            # owned as maintenance makes it; the last one made is the current range
+            conn.execute(f"ALTER TABLE nmc.{current} OWNER TO nmc_owner")
         conn.execute("SET synchronous_commit = off")
         [(begin,)] = conn.execute("SELECT nmc.now() - INTERVAL '30 days'").fetchall()
         per_xid = EVENTS_PER_RANGE // RANGE_WIDTH
@@ -109,9 +109,6 @@ def split_log(url: str, count: int) -> dict:
             "SELECT e.notificatie_id FROM nmc.event AS e WHERE e.xid >= %s::text::xid8"
             " ORDER BY e.xid LIMIT 1",
             [str(top - RANGE_WIDTH)],
-        ).fetchall()
-        [(current,)] = conn.execute(
-            "SELECT p.naam FROM nmc.event_partitie AS p ORDER BY p.xid_van DESC LIMIT 1"
         ).fetchall()
     return {
         "ids": aangenomen(url, dvs[1:]),
@@ -157,13 +154,14 @@ def per_call(url: str, params: dict, changing: bool) -> dict[str, float]:
     result = {}
     for name, query in READERS.items():
         stop = threading.Event()
-        thread = threading.Thread(
-            target=changer, args=(url, params["current_partition"], stop), daemon=True
-        )
+        thread = None
         with psycopg.connect(url, autocommit=True) as conn:
             for _ in range(WARM_UP):  # the session's first plans and caches are not the figure
                 conn.execute(query, arguments(query, params)).fetchall()
             if changing:
+                thread = threading.Thread(
+                    target=changer, args=(url, params["current_partition"], stop), daemon=True
+                )
                 thread.start()
             try:
                 cpu = backend_cpu(conn)
@@ -173,7 +171,7 @@ def per_call(url: str, params: dict, changing: bool) -> dict[str, float]:
                 cpu = backend_cpu(conn) - cpu
             finally:
                 stop.set()
-                if changing:
+                if thread is not None:
                     thread.join()
         result[name] = round(1000 * cpu / CALLS, 3)
     return result
