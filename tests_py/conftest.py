@@ -2,7 +2,9 @@
 
 The server is the embedded cluster (`nmc db start`, left running for the next session)
 or the one NMC_DATABASE_URL names. Copying a template with `CREATE DATABASE … TEMPLATE …`
-is much faster than migrating a database for every test (procrastinate's conftest).
+is much faster than migrating a database for every test (procrastinate's conftest). Even
+a copy costs ~0.25 s, and ~570 tests take one, so the next copy is made ahead and the used
+ones are dropped in a thread of their own while the tests run (SpareDatabases).
 
 The personal-data scan (privacy_scan.py) is installed for the whole session here: every
 test's outputs are scanned when it ends, each test database before it is dropped, and the
@@ -12,6 +14,7 @@ run fails at the end when anything personal turned up.
 import shutil
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,6 +104,45 @@ def template_database(admin_url: str) -> Iterator[str]:
     _drop_database(admin_url, name)
 
 
+class SpareDatabases:
+    """Copies of the template made one ahead, and used databases dropped, in one thread.
+
+    One thread does both in the order they were asked, so at most one copy waits unused and
+    a drop never races the copy of the same template. A test takes the spare (waiting for it
+    when its copy is still under way) and the next copy starts at once.
+    """
+
+    def __init__(self, admin_url: str, template: str) -> None:
+        self._admin_url = admin_url
+        self._template = template
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spare-db")
+        self._spare: Future[str] = self._thread.submit(self._copy)
+
+    def _copy(self) -> str:
+        name = f"nmc_test_{uuid.uuid4().hex[:12]}"
+        _create_database(self._admin_url, name, template=self._template)
+        return name
+
+    def take(self) -> str:
+        name = self._spare.result()
+        self._spare = self._thread.submit(self._copy)
+        return name
+
+    def drop(self, name: str) -> None:
+        self._thread.submit(_drop_database, self._admin_url, name)
+
+    def close(self) -> None:
+        self.drop(self._spare.result())
+        self._thread.shutdown(wait=True)
+
+
+@pytest.fixture(scope="session")
+def spare_databases(admin_url: str, template_database: str) -> Iterator[SpareDatabases]:
+    spares = SpareDatabases(admin_url, template_database)
+    yield spares
+    spares.close()
+
+
 @pytest.fixture
 def create_database(admin_url: str) -> Iterator[Callable[..., str]]:
     """Create fresh databases (copies of `template`) for this test; dropped afterwards."""
@@ -119,9 +161,13 @@ def create_database(admin_url: str) -> Iterator[Callable[..., str]]:
 
 
 @pytest.fixture
-def db_url(create_database: Callable[..., str], template_database: str) -> str:
-    """A fresh database, migrated with the project's SQL."""
-    return create_database(template_database)
+def db_url(admin_url: str, spare_databases: SpareDatabases) -> Iterator[str]:
+    """A fresh database, migrated with the project's SQL: the spare copy of the template."""
+    name = spare_databases.take()
+    url = with_overrides(admin_url, database=name)
+    yield url
+    scan_database(url)
+    spare_databases.drop(name)
 
 
 @pytest.fixture
