@@ -117,6 +117,7 @@ class SpareDatabases:
         self._template = template
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spare-db")
         self._spare: Future[str] = self._thread.submit(self._copy)
+        self._drops: list[Future[None]] = []
 
     def _copy(self) -> str:
         name = f"nmc_test_{uuid.uuid4().hex[:12]}"
@@ -129,11 +130,14 @@ class SpareDatabases:
         return name
 
     def drop(self, name: str) -> None:
-        self._thread.submit(_drop_database, self._admin_url, name)
+        self._drops.append(self._thread.submit(_drop_database, self._admin_url, name))
 
     def close(self) -> None:
+        """Drops the spare too, and raises the first drop that failed."""
         self.drop(self._spare.result())
         self._thread.shutdown(wait=True)
+        for dropped in self._drops:
+            dropped.result()
 
 
 @pytest.fixture(scope="session")

@@ -396,6 +396,28 @@ def test_cpu_per_notification_above_idle():
     assert yc.cpu_per_notification(marks, {"first": 100})["first"]["nmc_above_idle"] is None
 
 
+def test_cpu_per_notification_without_the_years_proof_checks():
+    """The last month's proof checks (notifications at their term) are taken out of the
+    figure that compares the months: their CPU, and their seconds from the idle's share."""
+    marks = {name: yc_cpu(t) for name, t in
+             {"start": 0, "first_end": 10, "last_start": 20, "last_end": 40}.items()}  # fmt: skip
+    checks = {3: (1.0, 2.0), 38: (4.0, 6.0), 39: (2.0, 2.0), 45: (9.0, 9.0)}
+    months = yc.month_proof_checks(checks, {"first": range(1, 31), "last": range(31, 41)})
+    assert months == {"first": (1.0, 2.0), "last": (6.0, 8.0)}, "day 45 is in no month"
+    cpu = yc.cpu_per_notification(marks, {"first": 100, "last": 100},
+                                  {"first": 50.0, "last": 50.0}, idle=0.1,
+                                  proof_checks=months)  # fmt: skip
+    assert cpu["last"]["nmc"] == pytest.approx(200.0), "the total keeps them"
+    assert cpu["last"]["nmc_without_proofs"] == pytest.approx(120.0), "20 s less 8 s"
+    assert cpu["last"]["nmc_above_idle_without_proofs"] == pytest.approx(76.0), (
+        "20 s less 8 s of checks less 4.4 s of idle over the 44 s without them"
+    )
+    assert cpu["first"]["nmc_without_proofs"] == pytest.approx(80.0)
+    assert yc.cpu_per_notification(marks, {"last": 100})["last"]["nmc_without_proofs"] == (
+        pytest.approx(200.0)
+    ), "no checks given: nothing taken out"
+
+
 def yc_cpu(seconds: float):
     from nmc_dev.soak.yearmeter import CpuSample
 

@@ -584,9 +584,12 @@ class Year:
         retention deletes it), as its DV fetches and verifies it: its first events are then
         the oldest of any kept notification, and a partition that went with them shows as a
         gap at sequence 1."""
+        phase = self._phase()
         rows = [r for r in self._all("year_last_day") if r["id"] not in self.proofs_checked]
         self.proofs_checked.update(r["id"] for r in rows)
         self.evidence.proofs_last_day += self._verify_proofs(rows, f"day {day}")
+        used = self._cpu().minus(phase.cpu).nmc
+        self.evidence.proof_checks[day] = (time.monotonic() - phase.started, used)
 
     def _verify_proofs(self, rows: list[dict[str, Any]], when: str) -> int:
         """Fetch and verify the proofs of `rows` (id, dv_id), each with its DV's token, with
@@ -634,7 +637,8 @@ class Year:
         workers are held (SIGSTOP: nothing is sent yet). Send: from the workers' release, the
         rate between PROBE_SPAN of NotifyNL's acceptances (their start after the hold and the
         last stragglers are not the rate). Feed: the DV's feed from where it stood before the
-        probe, read FEED_READS times without acknowledging (the fastest read counts)."""
+        probe, read FEED_READS times without acknowledging (the fastest read counts), once the
+        autovacuum after the sends is done."""
         keeper = next(c for c in self.feed_dvs.values() if c.year_dv.role == "keeps-up")
         dv_id = self.evidence.dv_ids[keeper.oin]
         keeper.pause()
@@ -663,6 +667,9 @@ class Year:
                 self._hold_workers(signal.SIGCONT)
             send_s, send_cpu, send_parts = self._probe_sends(day, dv_id, batch_ids, n, idle)
             self._until_quiet(f"the probe of day {day}")
+            # The sends churned the tables and wrote the probe's events: the
+            # autovacuum that follows is the send's upkeep, not the feed's work.
+            self._until_vacuumed()
             feed_s, phase = float("inf"), self._phase()
             for _ in range(FEED_READS):  # reading does not acknowledge: the same events again
                 events, started = 0, time.monotonic()
@@ -852,6 +859,7 @@ class Year:
                    "cpu_marks": {k: v.__dict__ for k, v in ev.cpu.items()},
                    "month_notifications": ev.month_notifications,
                    "cpu_seconds": ev.cpu_seconds,
+                   "proof_checks": {str(day): list(v) for day, v in ev.proof_checks.items()},
                    "statements": yearstatements.as_json(ev.statements, ev.month_notifications),
                    "plans": ev.statements.plans}  # fmt: skip
         path.write_text(json.dumps(figures, indent=1))

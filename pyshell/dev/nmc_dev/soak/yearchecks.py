@@ -166,6 +166,9 @@ class YearEvidence:
     proofs_last_day: int = 0
     proofs_at_end: int = 0
     proof_failures: list[str] = field(default_factory=list)  # "<when> <id>: <reason>"
+    # Per day: the real seconds and the NMC CPU-seconds its last-day proof checks took (the
+    # year's own verification: only months with notifications at their term have them).
+    proof_checks: dict[int, tuple[float, float]] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------
@@ -432,22 +435,31 @@ def cpu_per_notification(
     notifications: Mapping[str, int],
     seconds: Mapping[str, float] | None = None,
     idle: float | None = None,
+    proof_checks: Mapping[str, tuple[float, float]] | None = None,
 ) -> dict:
     """Milliseconds of CPU per notification in the first and the last month, per part; with
     the months' real `seconds` and the NMC's `idle` CPU-seconds per second (its rounds with
-    nothing to do), the NMC's also above idle."""
+    nothing to do), the NMC's also above idle. With each month's `proof_checks` (real
+    seconds, NMC CPU-seconds of the year's own proof checks) the NMC's without them too:
+    the first month has none (no notification is at its term yet), so only that figure
+    compares the months' work."""
     result = {}
     for month, (start, end) in MONTH_MARKS.items():
         if start not in cpu or end not in cpu or not notifications.get(month):
             continue
         used = cpu[end].minus(cpu[start])
         n = notifications[month]
-        above = None
+        proof_s, proof_cpu = (proof_checks or {}).get(month, (0.0, 0.0))
+        above = above_without = None
         if seconds and month in seconds and idle is not None:
             above = 1000 * max(used.nmc - idle * seconds[month], 0.0) / n
+            rest_s = max(seconds[month] - proof_s, 0.0)
+            above_without = 1000 * max(used.nmc - proof_cpu - idle * rest_s, 0.0) / n
         result[month] = {
             "nmc": 1000 * used.nmc / n,
             "nmc_above_idle": above,
+            "nmc_without_proofs": 1000 * max(used.nmc - proof_cpu, 0.0) / n,
+            "nmc_above_idle_without_proofs": above_without,
             "api": 1000 * used.api / n,
             "workers": 1000 * (used.workers + used.restarted) / n,
             "postgres": 1000 * used.postgres / n,
@@ -455,6 +467,19 @@ def cpu_per_notification(
             "notifications": n,
         }
     return result
+
+
+def month_proof_checks(
+    checks: Mapping[int, tuple[float, float]], months: Mapping[str, range]
+) -> dict[str, tuple[float, float]]:
+    """Per month the seconds and NMC CPU-seconds of its days' proof checks, summed."""
+    return {
+        month: (
+            sum(checks[d][0] for d in days if d in checks),
+            sum(checks[d][1] for d in days if d in checks),
+        )
+        for month, days in months.items()
+    }
 
 
 # ---------------------------------------------------------------------------------------
@@ -626,7 +651,9 @@ def print_summary(display, ev: YearEvidence, schedule, options, verdicts: list[V
         out.write("\n\n")  # fmt: skip
     a, b = best(ev.probes, schedule.first_month()), best(ev.probes, schedule.last_month())
     idle = min(ev.idle_rates.values()) if ev.idle_rates else None
-    cpu = cpu_per_notification(ev.cpu, ev.month_notifications, ev.cpu_seconds, idle)
+    months = {"first": schedule.first_month(), "last": schedule.last_month()}
+    cpu = cpu_per_notification(ev.cpu, ev.month_notifications, ev.cpu_seconds, idle,
+                               month_proof_checks(ev.proof_checks, months))  # fmt: skip
     lines = []
     if a and b:
         lines += [
@@ -648,6 +675,12 @@ def print_summary(display, ev: YearEvidence, schedule, options, verdicts: list[V
             lines.append((f"  above idle ({1000 * idle:.0f} ms of CPU a second, the least "
                           "before a probe)", f"{f['nmc_above_idle']:.2f}",
                           f"{l_['nmc_above_idle']:.2f}"))  # fmt: skip
+        lines.append(("  without the year's proof checks (notifications at their term)",
+                      f"{f['nmc_without_proofs']:.2f}",
+                      f"{l_['nmc_without_proofs']:.2f}"))  # fmt: skip
+        if f["nmc_above_idle_without_proofs"] is not None:
+            lines.append(("    and above idle", f"{f['nmc_above_idle_without_proofs']:.2f}",
+                          f"{l_['nmc_above_idle_without_proofs']:.2f}"))  # fmt: skip
         lines += [
             ("  API", f"{f['api']:.2f}", f"{l_['api']:.2f}"),
             ("  workers", f"{f['workers']:.2f}", f"{l_['workers']:.2f}"),
