@@ -584,12 +584,13 @@ class Year:
         retention deletes it), as its DV fetches and verifies it: its first events are then
         the oldest of any kept notification, and a partition that went with them shows as a
         gap at sequence 1."""
-        phase = self._phase()
         rows = [r for r in self._all("year_last_day") if r["id"] not in self.proofs_checked]
+        if not rows:
+            return
         self.proofs_checked.update(r["id"] for r in rows)
+        phase = self._phase()
         self.evidence.proofs_last_day += self._verify_proofs(rows, f"day {day}")
-        used = self._cpu().minus(phase.cpu).nmc
-        self.evidence.proof_checks[day] = (time.monotonic() - phase.started, used)
+        self.evidence.proof_checks[day] = phase.spent()
 
     def _verify_proofs(self, rows: list[dict[str, Any]], when: str) -> int:
         """Fetch and verify the proofs of `rows` (id, dv_id), each with its DV's token, with
@@ -948,10 +949,13 @@ class Phase:
     cpu: CpuSample
     started: float
 
-    def end(self, idle_per_second: float) -> tuple[float, float]:
-        seconds = time.monotonic() - self.started
+    def spent(self) -> tuple[float, float]:
+        """Seconds and NMC CPU-seconds since the start, idle included."""
         self.used = self.sample().minus(self.cpu)
-        used = self.used.nmc
+        return time.monotonic() - self.started, self.used.nmc
+
+    def end(self, idle_per_second: float) -> tuple[float, float]:
+        seconds, used = self.spent()
         return seconds, max(used - idle_per_second * seconds, 0.1 * used)
 
 
