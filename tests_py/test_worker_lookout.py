@@ -5,6 +5,10 @@ interval instead of a claim per kind. No database: the kinds are stand-ins that 
 rounds, the database a stand-in that answers the look from a set the test changes."""
 
 import asyncio
+import itertools
+import re
+import time
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -140,18 +144,57 @@ def test_a_full_batch_goes_on_at_once_without_a_look():
     assert rounds[:4] == [0, 0, 0, 0], "the rounds after a full batch did not wait for a look"
 
 
+SQL_ROOT = Path(__file__).resolve().parents[1] / "functions"
+
+
+@pytest.mark.parametrize(
+    ("soort", "functie", "bestand"),
+    [
+        ("receipt", "process_receipts_v2", "receipt/process_receipts.sql"),
+        ("vaststellen", "process_vaststellingen_v2", "vaststellen/process_vaststellingen.sql"),
+        ("wissen", "process_wissen", "privacy/wissen.sql"),
+    ],
+)
+def test_a_set_kind_works_its_sql_functions_own_batch_whatever_the_claim_batch(
+    soort, functie, bestand
+):
+    # A round of these is one set statement per step: its cost hardly grows with the batch,
+    # so they take the batch their function was built for, not a claim's --batch.
+    text = (SQL_ROOT / bestand).read_text()
+    default = re.search(rf"FUNCTION nmc\.{functie}\(p_batch integer DEFAULT (\d+)\)", text).group(1)
+    assert loop.kinds()[soort].batch == int(default)
+
+    looks = Looks()
+    worker, _ = worker_with([soort], looks, batch=5)
+    asked = []
+
+    async def process(ctx, batch: int) -> int:
+        asked.append(batch)
+        return 0
+
+    worker.kinds = {soort: replace(loop.kinds()[soort], process=process)}
+
+    async def body():
+        await intervals(2)
+
+    asyncio.run(running(worker, body))
+    assert asked and set(asked) == {int(default)}
+
+
 @pytest.mark.parametrize("wacht", [True, False])
-def test_a_reconciliation_claim_that_got_less_than_asked_waits_for_a_look(wacht):
-    # Under NotifyNL's pace a claim that got fewer tokens than asked, claimed again at once,
-    # took the one token that came meanwhile or none, at the cost of a whole claim. Sends go
-    # on claiming (their pickup would wait a poll interval longer).
+def test_a_reconciliation_claim_that_got_less_than_asked_lets_the_pace_refill(wacht, monkeypatch):
+    # Under NotifyNL's pace a claim that got fewer tokens than asked, claimed again at once
+    # (or at the next look), took the token or two that came meanwhile or none, at the cost
+    # of a whole claim: it waits PACE_REFILL_S and then for a look. Sends go on claiming
+    # (their pickup would wait longer).
+    monkeypatch.setattr(loop, "PACE_REFILL_S", 3 * INTERVAL)
     looks = Looks()
     worker, _ = worker_with(["verzenden"], looks, batch=5)
     results = iter([5, 5, 2, 1, 5])
     rounds = []
 
     async def claim(ctx, batch: int) -> list:
-        rounds.append((batch, len(looks.asked)))
+        rounds.append((len(looks.asked), time.monotonic()))
         looks.due.add("verzenden")  # work stays due: the pace held it back
         return [object()] * next(results, 0)
 
@@ -163,16 +206,19 @@ def test_a_reconciliation_claim_that_got_less_than_asked_waits_for_a_look(wacht)
     }
 
     async def body():
-        await intervals(6)
+        await intervals(14)
 
     asyncio.run(running(worker, body))
-    looked = [seen for _, seen in rounds]
+    looked = [seen for seen, _ in rounds]
+    gaps = [later - earlier for (_, earlier), (_, later) in itertools.pairwise(rounds)]
     assert looked[:3] == [0, 0, 0], "full claims go on at once"
     if wacht:
         assert looked[3] > looked[2], "the claim after a short one waited for a look"
         assert looked[4] > looked[3], "and so did the next"
+        assert min(gaps[2:4]) >= 3 * INTERVAL, "after the pace's refill"
     else:
         assert looked[3:5] == [0, 0], "a short claim goes on at once"
+        assert max(gaps[:4]) < 3 * INTERVAL
 
 
 def test_only_reconciliation_waits_after_a_short_claim():

@@ -5,6 +5,8 @@ from nmc.tracing import worker as tracing
 from nmc.worker.context import Context
 
 SOORT = "vaststellen"
+# A round's batch: nmc.process_vaststellingen_v2's own (nmc.worker.loop.Kind.batch).
+BATCH = 100
 
 
 async def process(ctx: Context, batch: int) -> int:

@@ -4,6 +4,8 @@ term is destroyed, in SQL only (nmc.process_wissen); nothing is called outside."
 from nmc.worker.context import Context
 
 SOORT = "wissen"
+# A round's batch: nmc.process_wissen's own (nmc.worker.loop.Kind.batch).
+BATCH = 500
 
 
 async def process(ctx: Context, batch: int) -> int:
