@@ -81,10 +81,11 @@ ROUND_AT_LEAST_EVERY_S = 60.0
 # found no work for IDLE_AFTER_S (the lookout's docstring).
 IDLE_AFTER_S = 30.0
 IDLE_FACTOR = 4
-# The wait after a reconciliation claim that got less than it asked, before the next look:
-# about the time the budget takes to refill the kind's burst, which is one second of its
-# rate (nmc.verzendtempo_kind: ceil(rate / 60), at most 1000), so waiting loses no token and
-# the next claim takes up to a burst instead of the token or two of a poll interval.
+# The wait after a reconciliation claim that got less than it asked, before it claims
+# again: just under the time the budget takes to refill the kind's burst, one second of its
+# rate (nmc.verzendtempo_kind: ceil(rate / 60) tokens, so at any reconciliation rate up to
+# 60,000 a minute), so waiting loses no token and the next claim takes up to a burst instead
+# of the token or two of a poll interval.
 PACE_REFILL_S = 1.0
 
 # The outbound HTTP client every adapter calls through: its transport (made from the
@@ -502,17 +503,18 @@ class Worker:
                 task = asyncio.create_task(self._handle(kind, taak))
                 inflight.add(task)
                 task.add_done_callback(inflight.discard)
-            if kind.short_claim_waits and len(claimed) < asked:
-                # (Reconciliation) less than asked: nothing more is due, or the budget gave
-                # no more tokens. Under NotifyNL's pace, claiming again at once, or at the
-                # next look, took the token or two that came meanwhile at the cost of a
-                # whole claim: the kind first lets its burst refill (PACE_REFILL_S), then
-                # the lookout wakes it when work is there.
-                await self._pause(PACE_REFILL_S)
-                await self.lookout.wait(kind.soort)
-            elif not claimed:
+            if not claimed:
                 # Nothing: the lookout wakes the kind when work is there.
                 await self.lookout.wait(kind.soort)
+            elif kind.short_claim_waits and len(claimed) < asked:
+                # (Reconciliation) less than asked: the budget gave no more tokens, or
+                # nothing more is due. Under NotifyNL's pace, claiming again at once, or at
+                # the next look, took the token or two that came meanwhile at the cost of a
+                # whole claim: the kind lets its burst refill, then claims again (an empty
+                # claim then waits for the lookout). Waiting for a look after the pause
+                # too left the service unclaimed for longer than the refill when two
+                # workers paused together, and tokens were lost.
+                await self._pause(PACE_REFILL_S)
         if inflight:
             _, late = await asyncio.wait(inflight, timeout=SHUTDOWN_GRACE_S)
             for task in late:
