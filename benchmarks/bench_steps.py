@@ -11,7 +11,7 @@ for it is in place (made through the real SQL functions, not timed):
 
 receipts     N sent attempts (intake -> claim_verzenden -> finish_verzenden) with a stored
              receipt each (store_receipts as nmc_api; 90% delivered, 10% permanent-failure);
-             timed: nmc.process_receipts_v2(100) as nmc_worker until it handles none.
+             timed: nmc.process_receipts_v2(50) as nmc_worker until it handles none.
 settlement   the clock past the settlement term; timed: nmc.process_vaststellingen_v2(100).
 feed         timed: `nmc api` serving the DV's feed over HTTP, pages of 1,000 read and each
              acknowledged (nmc_dev.demo.dv.FeedReader, the life's reader; its CPU is the DV's,
@@ -83,6 +83,9 @@ from nmc.database import with_overrides
 from nmc.queries import QUERIES
 from nmc.runtime import aio
 from nmc.signing.webhook_signing import new_signing_ring, parse_signing_ring
+from nmc.worker import receipt as receipt_worker
+from nmc.worker import vaststellen as vaststellen_worker
+from nmc.worker import wissen as wissen_worker
 from nmc.worker.loop import Worker
 from nmc_dev.demo.dv import FeedReader
 from nmc_dev.sim.server import start_in_thread
@@ -90,8 +93,10 @@ from nmc_dev.soak.year import LOOPBACK_NETWORK
 from nmc_dev.soak.yeardv import HOOK_PATH, receiver_app
 
 ROOT = Path(__file__).resolve().parent.parent
-RECEIPT_BATCH = 100  # the worker's batch for the SQL-only kinds, as the brief's life runs
-WISSEN_BATCH = 500  # nmc.process_wissen's default
+# Each SQL-only step at the worker's own batch for it, as the life runs it (Kind.batch).
+RECEIPT_BATCH = receipt_worker.BATCH
+SETTLEMENT_BATCH = vaststellen_worker.BATCH
+WISSEN_BATCH = wissen_worker.BATCH
 RETENTIE_BATCH = 1000  # nmc.delete_expired's default
 FAILED_SHARE = 10  # one receipt in this many is a permanent failure (bounces)
 SETTLEMENT_JUMP = datetime.timedelta(days=8)
@@ -382,7 +387,7 @@ def life_steps(admin_url: str, count: int) -> dict:
                 advance(admin, SETTLEMENT_JUMP)
                 admin.execute("VACUUM ANALYZE")  # each step at its best: no dead rows, stats
                 with Cpu(admin) as cpu:
-                    settled = drain_sql(worker, QUERIES["process_vaststellingen"], RECEIPT_BATCH)
+                    settled = drain_sql(worker, QUERIES["process_vaststellingen"], SETTLEMENT_BATCH)
                 expect("settlement", settled, bezorgd)
                 expect("settlement tasks", scalar(admin, OPEN_TASKS, "vaststellen"), 0)
                 results["settlement"] = per_item(cpu, settled, PARTS, "settlement")

@@ -3,7 +3,7 @@
 -- path alone (nmc.apply_receipt_v2 per task, oldest completed_at first) makes of the same
 -- batch, row for row.
 BEGIN;
-SELECT plan(7);
+SELECT plan(9);
 \ir fixtures/setup.sql
 \ir fixtures/bewijs.sql
 
@@ -163,6 +163,32 @@ SELECT results_eq(
     ),
     $$VALUES ('bezorgd', 'done', 0), ('verzonden', 'open', 1)$$,
     'the good receipt is applied, the bad one counted and retried'
+);
+
+-- A round without a batch given takes 50: each receipt on the one-by-one path is a
+-- subtransaction that writes, and a transaction with more than 64 of them overflows the
+-- backend's cache of subtransaction ids (every other snapshot then looks them up in
+-- pg_subtrans while it runs). Fifty failures: 50 + 1 (the set's attempt) stay below.
+CREATE FUNCTION pg_temp.verzonden_n(p_n integer) RETURNS uuid[]
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_ids uuid [] := '{}';
+BEGIN
+    FOR i IN 1..p_n LOOP
+        PERFORM nmc.advance_clock(interval '1 second');  -- a send token each (the pace)
+        v_ids := v_ids || pg_temp.verzonden();
+    END LOOP;
+    RETURN v_ids;
+END $$;
+UPDATE nmc.taak SET staat = 'done' WHERE soort = 'receipt' AND notificatie_id = :'h';
+SELECT pg_temp.verzonden_n(55) AS vijftig \gset
+SELECT pg_temp.bewaar(u.id, 'permanent-failure', :'t0') FROM unnest(:'vijftig'::uuid[]) AS u (id);
+SELECT is(
+    (SELECT count(*)::integer FROM nmc.process_receipts_v2()), 50,
+    'a round takes 50 receipts by default'
+);
+SELECT is(
+    (SELECT count(*)::integer FROM nmc.process_receipts_v2()), 5, 'the next round the rest'
 );
 
 SELECT * FROM finish();

@@ -125,7 +125,11 @@ COMMENT ON FUNCTION nmc.apply_receipts_bezorgd(bigint[]) IS
 'their tasks. Locks every notification of the batch first, in id order. Returns the tasks '
 'it handled; the others are left for the one-by-one path. Internal.';
 
-CREATE OR REPLACE FUNCTION nmc.process_receipts_v2(p_batch integer DEFAULT 100)
+-- The default batch (the worker's, nmc.worker.receipt.BATCH) stays below 64: each receipt on
+-- the one-by-one path is a subtransaction that writes (its BEGIN ... EXCEPTION block), and a
+-- transaction with more than 64 overflows the backend's cache of subtransaction ids, so
+-- that every other snapshot looks them up in pg_subtrans while it runs.
+CREATE OR REPLACE FUNCTION nmc.process_receipts_v2(p_batch integer DEFAULT 50)
 RETURNS TABLE (notificatie_id uuid)
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -200,7 +204,8 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION nmc.process_receipts_v2(integer) IS
-'Processes up to p_batch due receipt tasks (fairly across DVs): the plain delivered ones as '
+'Processes up to p_batch (50: fewer than 64 subtransactions) due receipt tasks (fairly '
+'across DVs): the plain delivered ones as '
 'one set (nmc.apply_receipts_bezorgd), the others oldest completed_at first, one by one, '
 'with nmc.apply_receipt_v2 (judged, and written into the receipt history) in the caller''s '
 'transaction; a receipt that fails is counted on '

@@ -6,7 +6,7 @@ from nmc.worker.context import Context
 
 SOORT = "receipt"
 # A round's batch: nmc.process_receipts_v2's own (nmc.worker.loop.Kind.batch).
-BATCH = 100
+BATCH = 50
 
 
 async def process(ctx: Context, batch: int) -> int:
