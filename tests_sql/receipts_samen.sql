@@ -1,9 +1,10 @@
 -- Receipt processing takes the plain delivered receipts as one set
--- (nmc.apply_receipts_bezorgd) and the rest one by one: the outcome is what the one-by-one
--- path alone (nmc.apply_receipt_v2 per task, oldest completed_at first) makes of the same
--- batch, row for row.
+-- (nmc.apply_receipts_bezorgd), the plain failures as another (nmc.apply_receipts_mislukt)
+-- and the rest one by one: the outcome is what the one-by-one path alone
+-- (nmc.apply_receipt_v2 per task, oldest completed_at first) makes of the same batch, row
+-- for row.
 BEGIN;
-SELECT plan(9);
+SELECT plan(11);
 \ir fixtures/setup.sql
 \ir fixtures/bewijs.sql
 
@@ -40,7 +41,7 @@ LANGUAGE sql AS $$
         'taak', (
             SELECT jsonb_agg(jsonb_build_array(
                 t.notificatie_id, t.soort, t.staat, t.due, t.poging_id, t.afgerond_op
-            ) ORDER BY t.notificatie_id, t.soort, t.due, t.staat)
+            ) ORDER BY t.notificatie_id, t.soort, t.due, t.staat, t.poging_id, t.afgerond_op)
             FROM nmc.taak AS t WHERE t.notificatie_id = ANY(p_ids)
         ),
         'geschiedenis', (
@@ -63,7 +64,10 @@ $$;
 -- The batch: two plain delivered (a, b); a permanent failure (c); an attempt with two
 -- receipts in the batch, a temporary failure and a later delivered (d); a delivered under
 -- another NotifyNL id, a duplicate (e); a late delivered on an attempt that already failed
--- temporarily, its resend planned (f).
+-- temporarily, its resend planned (f). The plain failures: a permanent one under centraal
+-- regie (i: reported to the Profielservice), a temporary one on attempt 1 (j: a resend), a
+-- technical one on attempt 1 past geldig_tot (k: verlopen), a temporary and a technical one
+-- on attempt 2 (l, m).
 SELECT pg_temp.verzonden() AS a \gset
 SELECT pg_temp.verzonden() AS b \gset
 SELECT pg_temp.verzonden() AS c \gset
@@ -71,6 +75,17 @@ SELECT pg_temp.verzonden() AS d \gset
 SELECT pg_temp.verzonden() AS e \gset
 SELECT pg_temp.verzonden() AS f \gset
 SELECT pg_temp.callback(:'f', 'temporary-failure', nmc.now() - interval '1 minute');
+SELECT pg_temp.verzonden('centraal', gen_random_uuid()) AS i \gset
+SELECT pg_temp.verzonden() AS j \gset
+SELECT pg_temp.verzonden(p_geldig_tot => nmc.now() + interval '1 minute') AS k \gset
+SELECT pg_temp.verzonden() AS l \gset
+SELECT pg_temp.verzonden() AS m \gset
+-- (one resend at a time: a claim takes every due send task)
+SELECT pg_temp.callback(:'l', 'temporary-failure', nmc.now() - interval '1 minute');
+SELECT pg_temp.verstuur(:'l');
+SELECT pg_temp.callback(:'m', 'temporary-failure', nmc.now() - interval '1 minute');
+SELECT pg_temp.verstuur(:'m');
+SELECT nmc.advance_clock(interval '2 minutes');  -- past k's geldig_tot
 SELECT nmc.now() - interval '10 minutes' AS t0 \gset
 SELECT pg_temp.bewaar(:'a', 'delivered', :'t0');
 SELECT pg_temp.bewaar(:'b', 'delivered', :'t0'::timestamptz + interval '1 second');
@@ -79,7 +94,12 @@ SELECT pg_temp.bewaar(:'d', 'temporary-failure', :'t0');
 SELECT pg_temp.bewaar(:'d', 'delivered', :'t0'::timestamptz + interval '2 minutes');
 SELECT pg_temp.bewaar(:'e', 'delivered', :'t0', gen_random_uuid());
 SELECT pg_temp.bewaar(:'f', 'delivered', :'t0');
-SELECT ARRAY[:'a', :'b', :'c', :'d', :'e', :'f']::uuid[] AS alle \gset
+SELECT pg_temp.bewaar(:'i', 'permanent-failure', :'t0');
+SELECT pg_temp.bewaar(:'j', 'temporary-failure', :'t0');
+SELECT pg_temp.bewaar(:'k', 'technical-failure', :'t0');
+SELECT pg_temp.bewaar(:'l', 'temporary-failure', :'t0');
+SELECT pg_temp.bewaar(:'m', 'technical-failure', :'t0');
+SELECT ARRAY[:'a', :'b', :'c', :'d', :'e', :'f', :'i', :'j', :'k', :'l', :'m']::uuid[] AS alle \gset
 
 -- What the one-by-one path alone (in its order), or the set alone, makes of the batch;
 -- undone afterwards (the block's exception rolls its writes back, the result stays).
@@ -104,14 +124,18 @@ BEGIN
 EXCEPTION WHEN raise_exception THEN
     RETURN v_stand;
 END $$;
-CREATE FUNCTION pg_temp.als_set() RETURNS SETOF uuid
+CREATE FUNCTION pg_temp.als_set(p_set text) RETURNS SETOF uuid
 LANGUAGE plpgsql AS $$
 DECLARE
+    v_open bigint[] := ARRAY(
+        SELECT t.id FROM nmc.taak AS t WHERE t.soort = 'receipt' AND t.staat = 'open'
+    );
     v_taken bigint[];
 BEGIN
-    v_taken := nmc.apply_receipts_bezorgd(ARRAY(
-        SELECT t.id FROM nmc.taak AS t WHERE t.soort = 'receipt' AND t.staat = 'open'
-    ));
+    v_taken := CASE p_set
+        WHEN 'bezorgd' THEN nmc.apply_receipts_bezorgd(v_open)
+        ELSE nmc.apply_receipts_mislukt(v_open)
+    END;
     RAISE EXCEPTION 'terug';
 EXCEPTION WHEN raise_exception THEN
     RETURN QUERY SELECT t.notificatie_id FROM nmc.taak AS t WHERE t.id = ANY(v_taken);
@@ -119,14 +143,22 @@ END $$;
 
 SELECT pg_temp.een_voor_een(:'alle') AS een_voor_een \gset
 SELECT set_eq(
-    'SELECT pg_temp.als_set()',
+    $$SELECT pg_temp.als_set('bezorgd')$$,
     format('VALUES (%L::uuid), (%L::uuid)', :'a', :'b'),
     'as one set: the two plain delivered receipts, not the others'
+);
+SELECT set_eq(
+    $$SELECT pg_temp.als_set('mislukt')$$,
+    format(
+        'VALUES (%L::uuid), (%L::uuid), (%L::uuid), (%L::uuid), (%L::uuid), (%L::uuid)',
+        :'c', :'i', :'j', :'k', :'l', :'m'
+    ),
+    'as the other set: the plain failures, not d''s two receipts'
 );
 
 SELECT is(
     (SELECT count(*)::integer FROM nmc.process_receipts_v2(100)),
-    7, 'one call handles the whole batch'
+    12, 'one call handles the whole batch'
 );
 SELECT is(pg_temp.stand(:'alle'), :'een_voor_een'::jsonb, 'the same outcome, row for row');
 SELECT results_eq(
@@ -137,6 +169,22 @@ SELECT results_eq(
     ),
     $$VALUES ('bezorgd'), ('bezorgd'), ('niet-bezorgbaar'), ('bezorgd'), ('bezorgd')$$,
     'and it is the outcome the rules give'
+);
+SELECT results_eq(
+    format(
+        'SELECT n.status::text, n.reden::text, array(SELECT t.soort::text FROM nmc.taak AS t '
+        'WHERE t.notificatie_id = n.id AND t.staat = %L AND t.soort <> %L ORDER BY t.soort) '
+        'FROM nmc.notificatie AS n WHERE n.id IN (%L, %L, %L, %L, %L) '
+        'ORDER BY array_position(ARRAY[%L, %L, %L, %L, %L]::uuid[], n.id)',
+        'open', 'wissen', :'i', :'j', :'k', :'l', :'m', :'i', :'j', :'k', :'l', :'m'
+    ),
+    $$VALUES
+        ('niet-bezorgbaar', 'onbereikbaar', ARRAY['ongeldig-melden']),
+        ('verzonden', NULL, ARRAY['verzenden']),
+        ('verlopen', 'verlopen', ARRAY[]::text[]),
+        ('niet-bezorgbaar', 'onbereikbaar', ARRAY[]::text[]),
+        ('technisch-mislukt', 'technisch', ARRAY[]::text[])$$,
+    'the failures: reported, resent, verlopen, niet-bezorgbaar and technisch-mislukt'
 );
 SELECT is(
     (SELECT count(*)::integer FROM nmc.taak WHERE soort = 'receipt' AND staat <> 'done'),

@@ -125,6 +125,200 @@ COMMENT ON FUNCTION nmc.apply_receipts_bezorgd(bigint[]) IS
 'their tasks. Locks every notification of the batch first, in id order. Returns the tasks '
 'it handled; the others are left for the one-by-one path. Internal.';
 
+-- The common failures as one set: a permanent, temporary or technical failure for a
+-- running attempt, by its own NotifyNL id, of a verzonden notification. What
+-- nmc.judge_receipt and nmc.apply_receipt_v2 do for such a receipt, each kind of write once
+-- for the whole set.
+
+CREATE OR REPLACE FUNCTION nmc.apply_receipts_mislukt(p_taak_ids bigint[])
+RETURNS bigint[]
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_nu CONSTANT timestamptz := nmc.now();
+    v_taken bigint [];
+    v_notificaties uuid [];
+    v_pogingen uuid [];
+    v_statussen text [];
+    v_c timestamptz [];
+    v_uitkomsten text [];
+    v_overgangen uuid [];
+    v_naar nmc.notificatie_status [];
+    v_redenen nmc.reden [];
+    v_versies integer [];
+BEGIN
+    -- Every notification of the batch locked first, in id order (as in
+    -- nmc.apply_receipts_bezorgd: the locks may be held already).
+    PERFORM 1 FROM (
+        SELECT n.id FROM nmc.notificatie AS n
+        WHERE n.id IN (SELECT t.notificatie_id FROM nmc.taak AS t WHERE t.id = ANY(p_taak_ids))
+        ORDER BY n.id
+        FOR UPDATE
+    ) AS n;
+
+    -- Which receipts are such a failure, judged under the locks, and what each leads to
+    -- (nmc.judge_receipt): permanent, or temporary on attempt 2 -> niet-bezorgbaar;
+    -- technical on attempt 2 -> technisch-mislukt; temporary or technical on attempt 1 ->
+    -- a resend, or verlopen past geldig_tot. Attempt 1 with an attempt 2 beside it, and an
+    -- attempt or a notification with another receipt in the batch, go one by one.
+    SELECT
+        coalesce(pg_catalog.array_agg(k.id ORDER BY k.id), '{}'),
+        coalesce(pg_catalog.array_agg(k.notificatie_id ORDER BY k.id), '{}'),
+        coalesce(pg_catalog.array_agg(k.poging_id ORDER BY k.id), '{}'),
+        coalesce(pg_catalog.array_agg(k.payload ->> 'status' ORDER BY k.id), '{}'),
+        coalesce(pg_catalog.array_agg(k.c ORDER BY k.id), '{}'),
+        coalesce(pg_catalog.array_agg(
+            CASE
+                WHEN k.payload ->> 'status' = 'permanent-failure'
+                    OR (p.nummer = 2 AND k.payload ->> 'status' = 'temporary-failure')
+                    THEN 'niet-bezorgbaar'
+                WHEN p.nummer = 2 THEN 'technisch-mislukt'
+                WHEN v_nu > n.geldig_tot THEN 'verlopen'
+                ELSE 'herverzenden'
+            END
+            ORDER BY k.id
+        ), '{}')
+    INTO v_taken, v_notificaties, v_pogingen, v_statussen, v_c, v_uitkomsten
+    FROM (
+        SELECT
+            t.id, t.notificatie_id, t.poging_id, t.payload,
+            -- Capped at the NMC clock, as nmc.judge_receipt orders receipts.
+            least(coalesce((t.payload ->> 'completed_at')::timestamptz, v_nu), v_nu) AS c,
+            pg_catalog.count(*) OVER (PARTITION BY t.poging_id) AS per_poging,
+            pg_catalog.count(*) OVER (PARTITION BY t.notificatie_id) AS per_notificatie
+        FROM nmc.taak AS t
+        WHERE t.id = ANY(p_taak_ids)
+    ) AS k
+    INNER JOIN nmc.poging AS p ON k.poging_id = p.id
+    INNER JOIN nmc.notificatie AS n ON p.notificatie_id = n.id AND k.notificatie_id = n.id
+    WHERE k.per_poging = 1 AND k.per_notificatie = 1
+        AND k.payload ->> 'status' IN ('permanent-failure', 'temporary-failure', 'technical-failure')
+        AND (k.payload ->> 'id')::uuid = p.notifynl_id
+        AND p.status = 'verzonden' AND n.status = 'verzonden'
+        AND (p.laatste_receipt_op IS NULL OR k.c >= p.laatste_receipt_op)
+        AND (
+            p.nummer = 2 OR k.payload ->> 'status' = 'permanent-failure'
+            OR NOT EXISTS (
+                SELECT 1 FROM nmc.poging AS a WHERE a.notificatie_id = n.id AND a.nummer = 2
+            )
+        );
+    IF pg_catalog.cardinality(v_taken) = 0 THEN
+        RETURN v_taken;
+    END IF;
+
+    -- The attempt's outcome, its reconciliation ended.
+    UPDATE nmc.poging AS p
+    SET status = nmc.poging_status_voor(m.status), afgerond_op = m.c, laatste_receipt_op = m.c,
+        laatste_receipt_status = m.status,
+        verzonden_op = coalesce((t.payload ->> 'sent_at')::timestamptz, p.verzonden_op)
+    FROM unnest(v_taken, v_notificaties, v_pogingen, v_statussen, v_c, v_uitkomsten) AS m (
+        taak_id, notificatie_id, poging_id, status, c, uitkomst
+    )
+    INNER JOIN nmc.taak AS t ON m.taak_id = t.id
+    WHERE p.id = m.poging_id;
+    UPDATE nmc.taak AS t
+    SET staat = 'done', afgerond_op = v_nu
+    FROM unnest(v_taken, v_notificaties, v_pogingen, v_statussen, v_c, v_uitkomsten) AS m (
+        taak_id, notificatie_id, poging_id, status, c, uitkomst
+    )
+    WHERE t.notificatie_id = m.notificatie_id AND t.soort = 'reconciliëren'
+        AND t.poging_id = m.poging_id AND t.staat = 'open';
+
+    -- Every permanent failure under centraal regie is reported to the Profielservice.
+    INSERT INTO nmc.taak (soort, dv_id, notificatie_id, poging_id, due, trace_id, aangemaakt_op)
+    SELECT 'ongeldig-melden', n.dv_id, n.id, m.poging_id, v_nu, n.trace_id, v_nu
+    FROM unnest(v_taken, v_notificaties, v_pogingen, v_statussen, v_c, v_uitkomsten) AS m (
+        taak_id, notificatie_id, poging_id, status, c, uitkomst
+    )
+    INNER JOIN nmc.notificatie AS n ON m.notificatie_id = n.id
+    WHERE m.status = 'permanent-failure' AND n.regie = 'centraal'
+    ORDER BY m.taak_id
+    ON CONFLICT (notificatie_id, soort)
+    WHERE staat IN ('open', 'claimed') AND soort NOT IN ('receipt', 'reconciliëren')
+    AND notificatie_id IS NOT NULL
+    DO NOTHING;
+
+    -- The final statuses through the single writer (the outcome is the status's name),
+    -- the resends as send tasks.
+    SELECT
+        coalesce(pg_catalog.array_agg(m.notificatie_id ORDER BY m.taak_id), '{}'),
+        coalesce(pg_catalog.array_agg(
+            m.uitkomst::nmc.notificatie_status ORDER BY m.taak_id
+        ), '{}'),
+        coalesce(pg_catalog.array_agg(
+            CASE m.uitkomst
+                WHEN 'niet-bezorgbaar' THEN 'onbereikbaar'
+                WHEN 'technisch-mislukt' THEN 'technisch'
+                ELSE 'verlopen'
+            END::nmc.reden
+            ORDER BY m.taak_id
+        ), '{}')
+    INTO v_overgangen, v_naar, v_redenen
+    FROM unnest(v_taken, v_notificaties, v_pogingen, v_statussen, v_c, v_uitkomsten) AS m (
+        taak_id, notificatie_id, poging_id, status, c, uitkomst
+    )
+    WHERE m.uitkomst <> 'herverzenden';
+    IF pg_catalog.cardinality(v_overgangen) > 0 THEN
+        SELECT pg_catalog.array_agg(o.notificatie_id), pg_catalog.array_agg(o.versie)
+        INTO v_overgangen, v_versies
+        FROM nmc.transition_notificaties(v_overgangen, v_naar, v_redenen) AS o;
+    END IF;
+    INSERT INTO nmc.taak (soort, dv_id, notificatie_id, due, trace_id, aangemaakt_op)
+    SELECT 'verzenden', n.dv_id, n.id, v_nu, n.trace_id, v_nu
+    FROM unnest(v_taken, v_notificaties, v_pogingen, v_statussen, v_c, v_uitkomsten) AS m (
+        taak_id, notificatie_id, poging_id, status, c, uitkomst
+    )
+    INNER JOIN nmc.notificatie AS n ON m.notificatie_id = n.id
+    WHERE m.uitkomst = 'herverzenden'
+    ORDER BY m.taak_id
+    ON CONFLICT (notificatie_id, soort)
+    WHERE staat IN ('open', 'claimed') AND soort NOT IN ('receipt', 'reconciliëren')
+    AND notificatie_id IS NOT NULL
+    DO NOTHING;
+
+    -- The receipt history, as nmc.apply_receipt_v2 writes it: applied (the attempt's
+    -- outcome changed), before any final status, at the notification's version after it.
+    INSERT INTO nmc.receiptgeschiedenis (
+        notificatie_id, poging_id, bron, notifynl_id, status, completed_at, sent_at,
+        template_id, template_versie, ontvangen_op, verwerkt_op, resultaat, toegepast,
+        na_eindstatus, notificatie_versie
+    )
+    SELECT
+        m.notificatie_id, m.poging_id, 'callback', (t.payload ->> 'id')::uuid, m.status,
+        (t.payload ->> 'completed_at')::timestamptz, (t.payload ->> 'sent_at')::timestamptz,
+        (t.payload ->> 'template_id')::uuid,
+        CASE
+            WHEN t.payload ->> 'template_version' ~ '^[0-9]{1,9}$'
+                THEN (t.payload ->> 'template_version')::integer
+        END,
+        coalesce(t.aangemaakt_op, v_nu), v_nu, m.uitkomst, true, false,
+        coalesce(o.versie, n.versie)
+    FROM unnest(v_taken, v_notificaties, v_pogingen, v_statussen, v_c, v_uitkomsten) AS m (
+        taak_id, notificatie_id, poging_id, status, c, uitkomst
+    )
+    INNER JOIN nmc.taak AS t ON m.taak_id = t.id
+    INNER JOIN nmc.notificatie AS n ON m.notificatie_id = n.id
+    LEFT JOIN unnest(v_overgangen, v_versies) AS o (notificatie_id, versie)
+        ON m.notificatie_id = o.notificatie_id
+    ORDER BY m.taak_id;
+
+    PERFORM nmc.close_taken(v_taken);
+    RETURN v_taken;
+END
+$$;
+COMMENT ON FUNCTION nmc.apply_receipts_mislukt(bigint[]) IS
+'Of the locked receipt tasks p_taak_ids, applies as one set those that nmc.judge_receipt '
+'would judge on the plain failure path: a permanent, temporary or technical failure with '
+'the attempt''s own NotifyNL id, for a running attempt (verzonden, no newer receipt) of a '
+'verzonden notification, the attempt and the notification once in the batch, and for a '
+'temporary or technical failure on attempt 1 no attempt 2 beside it. Writes what '
+'nmc.apply_receipt_v2 writes for each (the attempt''s outcome, its open reconciliation done, '
+'an ongeldig-melden task for a permanent failure under centraal regie, niet-bezorgbaar, '
+'technisch-mislukt or verlopen through nmc.transition_notificaties, or a send task for the '
+'resend, the receipt history) and closes their tasks. Returns the tasks it handled; the '
+'others are left for the one-by-one path. Internal.';
+
 -- The default batch (the worker's, nmc.worker.receipt.BATCH) stays below 64: each receipt on
 -- the one-by-one path is a subtransaction that writes (its BEGIN ... EXCEPTION block), and a
 -- transaction with more than 64 overflows the backend's cache of subtransaction ids, so
@@ -149,10 +343,14 @@ BEGIN
     IF pg_catalog.cardinality(v_taken) = 0 THEN
         RETURN;
     END IF;
-    -- The common delivered receipts as one set; should that fail, every receipt goes the
-    -- one-by-one way below, where a failure is counted on its own task.
+    -- The common delivered receipts as one set, then the common failures as another;
+    -- should either fail, every receipt goes the one-by-one way below, where a failure is
+    -- counted on its own task.
     BEGIN
         v_samen := nmc.apply_receipts_bezorgd(v_taken);
+        v_samen := v_samen || nmc.apply_receipts_mislukt(ARRAY(
+            SELECT u.id FROM unnest(v_taken) AS u (id) WHERE u.id <> ALL(v_samen)
+        ));
     EXCEPTION WHEN OTHERS THEN
         v_samen := '{}';
     END;
@@ -205,8 +403,9 @@ END
 $$;
 COMMENT ON FUNCTION nmc.process_receipts_v2(integer) IS
 'Processes up to p_batch (50: fewer than 64 subtransactions) due receipt tasks (fairly '
-'across DVs): the plain delivered ones as '
-'one set (nmc.apply_receipts_bezorgd), the others oldest completed_at first, one by one, '
+'across DVs): the plain delivered ones as one set (nmc.apply_receipts_bezorgd), the plain '
+'failures as another (nmc.apply_receipts_mislukt), the others oldest completed_at first, '
+'one by one, '
 'with nmc.apply_receipt_v2 (judged, and written into the receipt history) in the caller''s '
 'transaction; a receipt that fails is counted on '
 'its task and retried with backoff (state mislukt after the maximum). Returns one row per '
