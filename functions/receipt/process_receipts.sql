@@ -1,5 +1,85 @@
 -- Receipt tasks need no external call: a worker processes a batch in one transaction.
 
+-- What both sets below start from and end with.
+
+CREATE OR REPLACE FUNCTION nmc.lock_receipts_enkel(p_taak_ids bigint[])
+RETURNS TABLE (taak_id bigint, notificatie_id uuid, poging_id uuid, payload jsonb, c timestamptz)
+LANGUAGE plpgsql
+ROWS 50
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_nu CONSTANT timestamptz := nmc.now();
+BEGIN
+    -- Every notification of the batch locked first, in id order (the other receipts of the
+    -- batch then take locks already held, whatever their order).
+    PERFORM 1 FROM (
+        SELECT n.id FROM nmc.notificatie AS n
+        WHERE n.id IN (SELECT t.notificatie_id FROM nmc.taak AS t WHERE t.id = ANY(p_taak_ids))
+        ORDER BY n.id
+        FOR UPDATE
+    ) AS n;
+    -- An attempt or a notification with another receipt in the batch goes one by one
+    -- (their order counts).
+    RETURN QUERY
+    SELECT k.id, k.notificatie_id, k.poging_id, k.payload, k.c
+    FROM (
+        SELECT
+            t.id, t.notificatie_id, t.poging_id, t.payload,
+            -- Capped at the NMC clock, as nmc.judge_receipt orders receipts.
+            least(coalesce((t.payload ->> 'completed_at')::timestamptz, v_nu), v_nu) AS c,
+            pg_catalog.count(*) OVER (PARTITION BY t.poging_id) AS per_poging,
+            pg_catalog.count(*) OVER (PARTITION BY t.notificatie_id) AS per_notificatie
+        FROM nmc.taak AS t
+        WHERE t.id = ANY(p_taak_ids)
+    ) AS k
+    WHERE k.per_poging = 1 AND k.per_notificatie = 1;
+END
+$$;
+COMMENT ON FUNCTION nmc.lock_receipts_enkel(bigint[]) IS
+'Locks the notifications of the receipt tasks p_taak_ids (FOR UPDATE, id order) and returns '
+'the tasks that are the only one of their attempt and of their notification in the batch, '
+'with the payload and completed_at capped at the NMC clock: what a set may take. Internal '
+'to nmc.apply_receipts_bezorgd and nmc.apply_receipts_mislukt.';
+
+CREATE OR REPLACE FUNCTION nmc.write_receipts_geschiedenis(
+    p_taak_ids bigint[], p_resultaten text[], p_versies integer[]
+)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_nu CONSTANT timestamptz := nmc.now();
+BEGIN
+    -- As nmc.apply_receipt_v2 writes it for a receipt a set applied: applied (it changed the
+    -- attempt's outcome), before any final status.
+    INSERT INTO nmc.receiptgeschiedenis (
+        notificatie_id, poging_id, bron, notifynl_id, status, completed_at, sent_at,
+        template_id, template_versie, ontvangen_op, verwerkt_op, resultaat, toegepast,
+        na_eindstatus, notificatie_versie
+    )
+    SELECT
+        t.notificatie_id, t.poging_id, 'callback', (t.payload ->> 'id')::uuid,
+        t.payload ->> 'status', (t.payload ->> 'completed_at')::timestamptz,
+        (t.payload ->> 'sent_at')::timestamptz, (t.payload ->> 'template_id')::uuid,
+        CASE
+            WHEN t.payload ->> 'template_version' ~ '^[0-9]{1,9}$'
+                THEN (t.payload ->> 'template_version')::integer
+        END,
+        coalesce(t.aangemaakt_op, v_nu), v_nu, u.resultaat, true, false, u.versie
+    FROM unnest(p_taak_ids, p_resultaten, p_versies) AS u (taak_id, resultaat, versie)
+    INNER JOIN nmc.taak AS t ON u.taak_id = t.id
+    ORDER BY u.taak_id;
+END
+$$;
+COMMENT ON FUNCTION nmc.write_receipts_geschiedenis(bigint[], text[], integer[]) IS
+'Writes the receipt history of receipt tasks a set applied, as nmc.apply_receipt_v2 writes '
+'it: from each task''s payload, with its result and the notification''s version after it, '
+'applied and before any final status. Internal to nmc.apply_receipts_bezorgd and '
+'nmc.apply_receipts_mislukt.';
+
 -- The common receipt as one set (SPEC §4 notes): a delivered for a running attempt, by its
 -- own NotifyNL id, of a verzonden notification. What nmc.judge_receipt and
 -- nmc.apply_receipt_v2 do for such a receipt, each kind of write once for the whole set.
@@ -17,37 +97,17 @@ DECLARE
     v_c timestamptz [];
     v_versies integer [];
 BEGIN
-    -- Every notification of the batch locked first, in id order (the other receipts of the
-    -- batch then take locks already held, whatever their order).
-    PERFORM 1 FROM (
-        SELECT n.id FROM nmc.notificatie AS n
-        WHERE n.id IN (SELECT t.notificatie_id FROM nmc.taak AS t WHERE t.id = ANY(p_taak_ids))
-        ORDER BY n.id
-        FOR UPDATE
-    ) AS n;
-
-    -- Which receipts are that common one, judged under the locks. An attempt or a
-    -- notification with another receipt in the batch goes one by one (their order counts).
+    -- Which receipts are that common one, judged under the locks.
     SELECT
-        coalesce(pg_catalog.array_agg(k.id ORDER BY k.notificatie_id), '{}'),
+        coalesce(pg_catalog.array_agg(k.taak_id ORDER BY k.notificatie_id), '{}'),
         coalesce(pg_catalog.array_agg(k.notificatie_id ORDER BY k.notificatie_id), '{}'),
         coalesce(pg_catalog.array_agg(k.poging_id ORDER BY k.notificatie_id), '{}'),
         coalesce(pg_catalog.array_agg(k.c ORDER BY k.notificatie_id), '{}')
     INTO v_taken, v_notificaties, v_pogingen, v_c
-    FROM (
-        SELECT
-            t.id, t.notificatie_id, t.poging_id, t.payload,
-            -- Capped at the NMC clock, as nmc.judge_receipt orders receipts.
-            least(coalesce((t.payload ->> 'completed_at')::timestamptz, v_nu), v_nu) AS c,
-            pg_catalog.count(*) OVER (PARTITION BY t.poging_id) AS per_poging,
-            pg_catalog.count(*) OVER (PARTITION BY t.notificatie_id) AS per_notificatie
-        FROM nmc.taak AS t
-        WHERE t.id = ANY(p_taak_ids)
-    ) AS k
+    FROM nmc.lock_receipts_enkel(p_taak_ids) AS k
     INNER JOIN nmc.poging AS p ON k.poging_id = p.id
     INNER JOIN nmc.notificatie AS n ON p.notificatie_id = n.id AND k.notificatie_id = n.id
-    WHERE k.per_poging = 1 AND k.per_notificatie = 1
-        AND k.payload ->> 'status' = 'delivered'
+    WHERE k.payload ->> 'status' = 'delivered'
         AND (k.payload ->> 'id')::uuid = p.notifynl_id
         AND p.status = 'verzonden' AND n.status = 'verzonden'
         AND (p.laatste_receipt_op IS NULL OR k.c >= p.laatste_receipt_op);
@@ -89,28 +149,10 @@ BEGIN
     AND notificatie_id IS NOT NULL
     DO UPDATE SET due = excluded.due, poging_id = excluded.poging_id;
 
-    -- The receipt history, as nmc.apply_receipt_v2 writes it: applied, before the final
-    -- status, at the notification's new version.
-    INSERT INTO nmc.receiptgeschiedenis (
-        notificatie_id, poging_id, bron, notifynl_id, status, completed_at, sent_at,
-        template_id, template_versie, ontvangen_op, verwerkt_op, resultaat, toegepast,
-        na_eindstatus, notificatie_versie
-    )
-    SELECT
-        u.notificatie_id, u.poging_id, 'callback', (t.payload ->> 'id')::uuid, 'delivered',
-        (t.payload ->> 'completed_at')::timestamptz, (t.payload ->> 'sent_at')::timestamptz,
-        (t.payload ->> 'template_id')::uuid,
-        CASE
-            WHEN t.payload ->> 'template_version' ~ '^[0-9]{1,9}$'
-                THEN (t.payload ->> 'template_version')::integer
-        END,
-        coalesce(t.aangemaakt_op, v_nu), v_nu, 'bezorgd', true, false, u.versie
-    FROM unnest(v_taken, v_notificaties, v_pogingen, v_versies) AS u (
-        taak_id, notificatie_id, poging_id, versie
-    )
-    INNER JOIN nmc.taak AS t ON u.taak_id = t.id
-    ORDER BY u.taak_id;
-
+    PERFORM nmc.write_receipts_geschiedenis(
+        v_taken, pg_catalog.array_fill('bezorgd'::text, ARRAY[pg_catalog.cardinality(v_taken)]),
+        v_versies
+    );
     PERFORM nmc.close_taken(v_taken);
     RETURN v_taken;
 END
@@ -146,28 +188,18 @@ DECLARE
     v_overgangen uuid [];
     v_naar nmc.notificatie_status [];
     v_redenen nmc.reden [];
-    v_versies integer [];
 BEGIN
-    -- Every notification of the batch locked first, in id order (as in
-    -- nmc.apply_receipts_bezorgd: the locks may be held already).
-    PERFORM 1 FROM (
-        SELECT n.id FROM nmc.notificatie AS n
-        WHERE n.id IN (SELECT t.notificatie_id FROM nmc.taak AS t WHERE t.id = ANY(p_taak_ids))
-        ORDER BY n.id
-        FOR UPDATE
-    ) AS n;
-
     -- Which receipts are such a failure, judged under the locks, and what each leads to
     -- (nmc.judge_receipt): permanent, or temporary on attempt 2 -> niet-bezorgbaar;
     -- technical on attempt 2 -> technisch-mislukt; temporary or technical on attempt 1 ->
-    -- a resend, or verlopen past geldig_tot. Attempt 1 with an attempt 2 beside it, and an
-    -- attempt or a notification with another receipt in the batch, go one by one.
+    -- a resend, or verlopen past geldig_tot. Attempt 1 with an attempt 2 beside it goes
+    -- one by one.
     SELECT
-        coalesce(pg_catalog.array_agg(k.id ORDER BY k.id), '{}'),
-        coalesce(pg_catalog.array_agg(k.notificatie_id ORDER BY k.id), '{}'),
-        coalesce(pg_catalog.array_agg(k.poging_id ORDER BY k.id), '{}'),
-        coalesce(pg_catalog.array_agg(k.payload ->> 'status' ORDER BY k.id), '{}'),
-        coalesce(pg_catalog.array_agg(k.c ORDER BY k.id), '{}'),
+        coalesce(pg_catalog.array_agg(k.taak_id ORDER BY k.taak_id), '{}'),
+        coalesce(pg_catalog.array_agg(k.notificatie_id ORDER BY k.taak_id), '{}'),
+        coalesce(pg_catalog.array_agg(k.poging_id ORDER BY k.taak_id), '{}'),
+        coalesce(pg_catalog.array_agg(k.payload ->> 'status' ORDER BY k.taak_id), '{}'),
+        coalesce(pg_catalog.array_agg(k.c ORDER BY k.taak_id), '{}'),
         coalesce(pg_catalog.array_agg(
             CASE
                 WHEN k.payload ->> 'status' = 'permanent-failure'
@@ -177,23 +209,13 @@ BEGIN
                 WHEN v_nu > n.geldig_tot THEN 'verlopen'
                 ELSE 'herverzenden'
             END
-            ORDER BY k.id
+            ORDER BY k.taak_id
         ), '{}')
     INTO v_taken, v_notificaties, v_pogingen, v_statussen, v_c, v_uitkomsten
-    FROM (
-        SELECT
-            t.id, t.notificatie_id, t.poging_id, t.payload,
-            -- Capped at the NMC clock, as nmc.judge_receipt orders receipts.
-            least(coalesce((t.payload ->> 'completed_at')::timestamptz, v_nu), v_nu) AS c,
-            pg_catalog.count(*) OVER (PARTITION BY t.poging_id) AS per_poging,
-            pg_catalog.count(*) OVER (PARTITION BY t.notificatie_id) AS per_notificatie
-        FROM nmc.taak AS t
-        WHERE t.id = ANY(p_taak_ids)
-    ) AS k
+    FROM nmc.lock_receipts_enkel(p_taak_ids) AS k
     INNER JOIN nmc.poging AS p ON k.poging_id = p.id
     INNER JOIN nmc.notificatie AS n ON p.notificatie_id = n.id AND k.notificatie_id = n.id
-    WHERE k.per_poging = 1 AND k.per_notificatie = 1
-        AND k.payload ->> 'status' IN ('permanent-failure', 'temporary-failure', 'technical-failure')
+    WHERE k.payload ->> 'status' IN ('permanent-failure', 'temporary-failure', 'technical-failure')
         AND (k.payload ->> 'id')::uuid = p.notifynl_id
         AND p.status = 'verzonden' AND n.status = 'verzonden'
         AND (p.laatste_receipt_op IS NULL OR k.c >= p.laatste_receipt_op)
@@ -260,9 +282,7 @@ BEGIN
     )
     WHERE m.uitkomst <> 'herverzenden';
     IF pg_catalog.cardinality(v_overgangen) > 0 THEN
-        SELECT pg_catalog.array_agg(o.notificatie_id), pg_catalog.array_agg(o.versie)
-        INTO v_overgangen, v_versies
-        FROM nmc.transition_notificaties(v_overgangen, v_naar, v_redenen) AS o;
+        PERFORM 1 FROM nmc.transition_notificaties(v_overgangen, v_naar, v_redenen);
     END IF;
     INSERT INTO nmc.taak (soort, dv_id, notificatie_id, due, trace_id, aangemaakt_op)
     SELECT 'verzenden', n.dv_id, n.id, v_nu, n.trace_id, v_nu
@@ -277,32 +297,17 @@ BEGIN
     AND notificatie_id IS NOT NULL
     DO NOTHING;
 
-    -- The receipt history, as nmc.apply_receipt_v2 writes it: applied (the attempt's
-    -- outcome changed), before any final status, at the notification's version after it.
-    INSERT INTO nmc.receiptgeschiedenis (
-        notificatie_id, poging_id, bron, notifynl_id, status, completed_at, sent_at,
-        template_id, template_versie, ontvangen_op, verwerkt_op, resultaat, toegepast,
-        na_eindstatus, notificatie_versie
-    )
-    SELECT
-        m.notificatie_id, m.poging_id, 'callback', (t.payload ->> 'id')::uuid, m.status,
-        (t.payload ->> 'completed_at')::timestamptz, (t.payload ->> 'sent_at')::timestamptz,
-        (t.payload ->> 'template_id')::uuid,
-        CASE
-            WHEN t.payload ->> 'template_version' ~ '^[0-9]{1,9}$'
-                THEN (t.payload ->> 'template_version')::integer
-        END,
-        coalesce(t.aangemaakt_op, v_nu), v_nu, m.uitkomst, true, false,
-        coalesce(o.versie, n.versie)
-    FROM unnest(v_taken, v_notificaties, v_pogingen, v_statussen, v_c, v_uitkomsten) AS m (
-        taak_id, notificatie_id, poging_id, status, c, uitkomst
-    )
-    INNER JOIN nmc.taak AS t ON m.taak_id = t.id
-    INNER JOIN nmc.notificatie AS n ON m.notificatie_id = n.id
-    LEFT JOIN unnest(v_overgangen, v_versies) AS o (notificatie_id, versie)
-        ON m.notificatie_id = o.notificatie_id
-    ORDER BY m.taak_id;
-
+    -- (each at the notification's version now: after its transition, if it had one)
+    PERFORM nmc.write_receipts_geschiedenis(
+        v_taken,
+        v_uitkomsten,
+        ARRAY(
+            SELECT n.versie
+            FROM unnest(v_notificaties) WITH ORDINALITY AS m (notificatie_id, i)
+            INNER JOIN nmc.notificatie AS n ON m.notificatie_id = n.id
+            ORDER BY m.i
+        )
+    );
     PERFORM nmc.close_taken(v_taken);
     RETURN v_taken;
 END

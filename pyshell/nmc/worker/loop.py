@@ -108,9 +108,10 @@ class Kind:
     # subtransactions a backend caches), while --batch bounds what a claim holds under
     # lease across external calls.
     batch: int | None = None
-    # A claim that got less than it asked waits for the lookout instead of claiming again at
-    # once (see Worker._claim_loop). Not for sends: their pickup waited up to a poll
-    # interval longer (p50 241 -> 397 ms in benchmarks/bench_lifecycle.py).
+    # A claim that got less than it asked lets the budget refill (PACE_REFILL_S) before it
+    # claims again, instead of claiming again at once (see Worker._claim_loop). Not for
+    # sends: their pickup waited up to a poll interval longer when they waited for the
+    # lookout (p50 241 -> 397 ms in benchmarks/bench_lifecycle.py).
     short_claim_waits: bool = False
     # Periodic upkeep (its own task every so often, a webhook's position once a minute): its
     # rounds' work does not keep the lookout at its full pace (Lookout).
