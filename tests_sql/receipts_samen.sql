@@ -4,7 +4,7 @@
 -- (nmc.apply_receipt_v2 per task, oldest completed_at first) makes of the same batch, row
 -- for row.
 BEGIN;
-SELECT plan(11);
+SELECT plan(14);
 \ir fixtures/setup.sql
 \ir fixtures/bewijs.sql
 
@@ -143,6 +143,17 @@ END $$;
 
 SELECT pg_temp.een_voor_een(:'alle') AS een_voor_een \gset
 SELECT set_eq(
+    $$SELECT k.notificatie_id FROM nmc.lock_receipts_enkel(ARRAY(
+        SELECT t.id FROM nmc.taak AS t WHERE t.soort = 'receipt' AND t.staat = 'open'
+    )) AS k$$,
+    format(
+        'VALUES (%L::uuid), (%L::uuid), (%L::uuid), (%L::uuid), (%L::uuid), (%L::uuid), '
+        '(%L::uuid), (%L::uuid), (%L::uuid), (%L::uuid)',
+        :'a', :'b', :'c', :'e', :'f', :'i', :'j', :'k', :'l', :'m'
+    ),
+    'what a set may take: every receipt alone for its attempt and notification, not d''s two'
+);
+SELECT set_eq(
     $$SELECT pg_temp.als_set('bezorgd')$$,
     format('VALUES (%L::uuid), (%L::uuid)', :'a', :'b'),
     'as one set: the two plain delivered receipts, not the others'
@@ -237,6 +248,27 @@ SELECT is(
 );
 SELECT is(
     (SELECT count(*)::integer FROM nmc.process_receipts_v2()), 5, 'the next round the rest'
+);
+
+-- The helpers on their own: completed_at capped at the NMC clock; the history as
+-- nmc.apply_receipt_v2 writes an applied receipt.
+SELECT pg_temp.verzonden() AS z \gset
+SELECT pg_temp.bewaar(:'z', 'delivered', nmc.now() + interval '1 hour');
+SELECT t.id AS z_taak FROM nmc.taak AS t
+WHERE t.soort = 'receipt' AND t.notificatie_id = :'z' \gset
+SELECT is(
+    (SELECT k.c FROM nmc.lock_receipts_enkel(ARRAY[:'z_taak'::bigint]) AS k), nmc.now(),
+    'a completed_at ahead of the NMC clock is taken at the clock'
+);
+SELECT nmc.write_receipts_geschiedenis(ARRAY[:'z_taak'::bigint], ARRAY['bezorgd'], ARRAY[4]);
+SELECT results_eq(
+    format(
+        'SELECT h.status, h.resultaat, h.notificatie_versie, h.toegepast, h.na_eindstatus, '
+        'h.template_versie, h.bron FROM nmc.receiptgeschiedenis AS h WHERE h.notificatie_id = %L',
+        :'z'
+    ),
+    $$VALUES ('delivered', 'bezorgd', 4, true, false, 2, 'callback')$$,
+    'the history row of an applied receipt, from the task''s payload'
 );
 
 SELECT * FROM finish();
