@@ -143,7 +143,7 @@ END $$;
 
 SELECT pg_temp.een_voor_een(:'alle') AS een_voor_een \gset
 SELECT set_eq(
-    $$SELECT k.notificatie_id FROM nmc.lock_receipts_enkel(ARRAY(
+    $$SELECT k.notificatie_id FROM nmc.receipts_enkel(ARRAY(
         SELECT t.id FROM nmc.taak AS t WHERE t.soort = 'receipt' AND t.staat = 'open'
     )) AS k$$,
     format(
@@ -257,7 +257,7 @@ SELECT pg_temp.bewaar(:'z', 'delivered', nmc.now() + interval '1 hour');
 SELECT t.id AS z_taak FROM nmc.taak AS t
 WHERE t.soort = 'receipt' AND t.notificatie_id = :'z' \gset
 SELECT is(
-    (SELECT k.c FROM nmc.lock_receipts_enkel(ARRAY[:'z_taak'::bigint]) AS k), nmc.now(),
+    (SELECT k.c FROM nmc.receipts_enkel(ARRAY[:'z_taak'::bigint]) AS k), nmc.now(),
     'a completed_at ahead of the NMC clock is taken at the clock'
 );
 SELECT nmc.write_receipts_geschiedenis(ARRAY[:'z_taak'::bigint], ARRAY['bezorgd'], ARRAY[4]);

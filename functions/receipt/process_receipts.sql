@@ -2,9 +2,10 @@
 
 -- What both sets below start from and end with.
 
-CREATE OR REPLACE FUNCTION nmc.lock_receipts_enkel(p_taak_ids bigint[])
+CREATE OR REPLACE FUNCTION nmc.receipts_enkel(p_taak_ids bigint[])
 RETURNS TABLE (taak_id bigint, notificatie_id uuid, poging_id uuid, payload jsonb, c timestamptz)
 LANGUAGE plpgsql
+STABLE
 ROWS 50
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -12,14 +13,6 @@ AS $$
 DECLARE
     v_nu CONSTANT timestamptz := nmc.now();
 BEGIN
-    -- Every notification of the batch locked first, in id order (the other receipts of the
-    -- batch then take locks already held, whatever their order).
-    PERFORM 1 FROM (
-        SELECT n.id FROM nmc.notificatie AS n
-        WHERE n.id IN (SELECT t.notificatie_id FROM nmc.taak AS t WHERE t.id = ANY(p_taak_ids))
-        ORDER BY n.id
-        FOR UPDATE
-    ) AS n;
     -- An attempt or a notification with another receipt in the batch goes one by one
     -- (their order counts).
     RETURN QUERY
@@ -37,11 +30,10 @@ BEGIN
     WHERE k.per_poging = 1 AND k.per_notificatie = 1;
 END
 $$;
-COMMENT ON FUNCTION nmc.lock_receipts_enkel(bigint[]) IS
-'Locks the notifications of the receipt tasks p_taak_ids (FOR UPDATE, id order) and returns '
-'the tasks that are the only one of their attempt and of their notification in the batch, '
-'with the payload and completed_at capped at the NMC clock: what a set may take. Internal '
-'to nmc.apply_receipts_bezorgd and nmc.apply_receipts_mislukt.';
+COMMENT ON FUNCTION nmc.receipts_enkel(bigint[]) IS
+'Of the receipt tasks p_taak_ids, those that are the only one of their attempt and of their '
+'notification in the batch, with the payload and completed_at capped at the NMC clock: '
+'what a set may take. Internal to nmc.apply_receipts_bezorgd and nmc.apply_receipts_mislukt.';
 
 CREATE OR REPLACE FUNCTION nmc.write_receipts_geschiedenis(
     p_taak_ids bigint[], p_resultaten text[], p_versies integer[]
@@ -104,7 +96,7 @@ BEGIN
         coalesce(pg_catalog.array_agg(k.poging_id ORDER BY k.notificatie_id), '{}'),
         coalesce(pg_catalog.array_agg(k.c ORDER BY k.notificatie_id), '{}')
     INTO v_taken, v_notificaties, v_pogingen, v_c
-    FROM nmc.lock_receipts_enkel(p_taak_ids) AS k
+    FROM nmc.receipts_enkel(p_taak_ids) AS k
     INNER JOIN nmc.poging AS p ON k.poging_id = p.id
     INNER JOIN nmc.notificatie AS n ON p.notificatie_id = n.id AND k.notificatie_id = n.id
     WHERE k.payload ->> 'status' = 'delivered'
@@ -158,14 +150,15 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION nmc.apply_receipts_bezorgd(bigint[]) IS
-'Of the locked receipt tasks p_taak_ids, applies as one set those that nmc.judge_receipt '
+'Of the receipt tasks p_taak_ids (their notifications locked by the caller), applies as one '
+'set those that nmc.judge_receipt '
 'would judge bezorgd on the plain path: delivered, with the attempt''s own NotifyNL id, '
 'for a running attempt (verzonden, no newer receipt) of a verzonden notification, the '
 'attempt and the notification once in the batch. Writes what nmc.apply_receipt_v2 writes '
 'for each (the attempt bezorgd, its open reconciliation done, the transition to bezorgd '
 'through nmc.transition_notificaties, the settlement task, the receipt history) and closes '
-'their tasks. Locks every notification of the batch first, in id order. Returns the tasks '
-'it handled; the others are left for the one-by-one path. Internal.';
+'their tasks. Returns the tasks it handled; the others are left for the one-by-one path. '
+'Internal.';
 
 -- The common failures as one set: a permanent, temporary or technical failure for a
 -- running attempt, by its own NotifyNL id, of a verzonden notification. What
@@ -212,7 +205,7 @@ BEGIN
             ORDER BY k.taak_id
         ), '{}')
     INTO v_taken, v_notificaties, v_pogingen, v_statussen, v_c, v_uitkomsten
-    FROM nmc.lock_receipts_enkel(p_taak_ids) AS k
+    FROM nmc.receipts_enkel(p_taak_ids) AS k
     INNER JOIN nmc.poging AS p ON k.poging_id = p.id
     INNER JOIN nmc.notificatie AS n ON p.notificatie_id = n.id AND k.notificatie_id = n.id
     WHERE k.payload ->> 'status' IN ('permanent-failure', 'temporary-failure', 'technical-failure')
@@ -313,7 +306,8 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION nmc.apply_receipts_mislukt(bigint[]) IS
-'Of the locked receipt tasks p_taak_ids, applies as one set those that nmc.judge_receipt '
+'Of the receipt tasks p_taak_ids (their notifications locked by the caller), applies as one '
+'set those that nmc.judge_receipt '
 'would judge on the plain failure path: a permanent, temporary or technical failure with '
 'the attempt''s own NotifyNL id, for a running attempt (verzonden, no newer receipt) of a '
 'verzonden notification, the attempt and the notification once in the batch, and for a '
@@ -352,6 +346,14 @@ BEGIN
     -- should either fail, every receipt goes the one-by-one way below, where a failure is
     -- counted on its own task.
     BEGIN
+        -- Every notification of the batch locked first, once and in id order (the receipts
+        -- of the batch then take locks already held, whatever their order).
+        PERFORM 1 FROM (
+            SELECT n.id FROM nmc.notificatie AS n
+            WHERE n.id IN (SELECT t.notificatie_id FROM nmc.taak AS t WHERE t.id = ANY(v_taken))
+            ORDER BY n.id
+            FOR UPDATE
+        ) AS n;
         v_samen := nmc.apply_receipts_bezorgd(v_taken);
         v_samen := v_samen || nmc.apply_receipts_mislukt(ARRAY(
             SELECT u.id FROM unnest(v_taken) AS u (id) WHERE u.id <> ALL(v_samen)

@@ -3,6 +3,7 @@ else on the standard event loop. uvloop's transports cost the worker noticeably 
 per outbound call and per database round trip."""
 
 import asyncio
+import contextlib
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -16,6 +17,12 @@ def loop_factory():
     except ImportError:
         return None
     return uvloop.new_event_loop
+
+
+async def pause(stopping: asyncio.Event, seconds: float) -> None:
+    """Wait `seconds`, or less when `stopping` is set first."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stopping.wait(), timeout=seconds)
 
 
 def run(main: Coroutine[Any, Any, T]) -> T:

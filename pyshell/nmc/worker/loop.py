@@ -50,6 +50,7 @@ from nmc.crypto.kek_ring import KekRing, kek_ring
 from nmc.crypto.peppers import Peppers, load_peppers
 from nmc.errors import NmcError
 from nmc.feed.feed_cursor import CursorCodec
+from nmc.runtime import aio
 from nmc.signing.webhook_signing import SigningRing, load_signing_ring
 from nmc.tracing import configure_from_env as configure_tracing
 from nmc.tracing import worker as tracing
@@ -516,16 +517,11 @@ class Worker:
                 # claim then waits for the lookout). Waiting for a look after the pause
                 # too left the service unclaimed for longer than the refill when two
                 # workers paused together, and tokens were lost.
-                await self._pause(PACE_REFILL_S)
+                await aio.pause(self._stopping, PACE_REFILL_S)
         if inflight:
             _, late = await asyncio.wait(inflight, timeout=SHUTDOWN_GRACE_S)
             for task in late:
                 task.cancel()  # its lease runs out and another worker re-claims it
-
-    async def _pause(self, seconds: float) -> None:
-        """`seconds`, or until the worker stops."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopping.wait(), timeout=seconds)
 
     async def _process_loop(self, kind: Kind) -> None:
         batch = kind.batch or self.config.batch

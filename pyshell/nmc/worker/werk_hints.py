@@ -13,13 +13,13 @@ virtual IP) passes for a live one.
 """
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 
 import psycopg
 
 from nmc.queries import QUERIES
+from nmc.runtime import aio
 from nmc.worker.logs import event
 
 BACKOFF_FIRST_S = 1.0
@@ -56,8 +56,7 @@ class WerkHints:
             if self._stopping.is_set():
                 return
             event(logging.WARNING, "werk-hints-verbroken", fout=error, opnieuw_na_s=backoff)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), timeout=backoff)
+            await aio.pause(self._stopping, backoff)
 
     async def _listen(self) -> None:
         async with await psycopg.AsyncConnection.connect(
