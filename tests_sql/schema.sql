@@ -12,7 +12,7 @@ SELECT tables_are(
         'beheeractie', 'receiptgeschiedenis', 'vaststelling', 'beheerrapport',
         'webhookvalidatie', 'onderhoudswerk', 'kek', 'console_sessie', 'verzendtempo',
         'verzendweigering', 'onverwerkbaar', 'kek_melding', 'notifynl_template',
-        'verzendaandeel'
+        'verzendaandeel', 'notificatietelling'
     ],
     'nmc holds the tables of SPEC §3 (plus quota, partitions, clock, services, settings)'
 );

@@ -41,7 +41,9 @@ RETURNS TABLE (
     dv_id integer, naam text, beheerkanaal text, aantal bigint, oudste timestamptz,
     afgekapt boolean
 )
-LANGUAGE sql
+-- PL/pgSQL, not SQL: its plan is kept for the session (PostgreSQL 15 plans a SQL function's
+-- query again at every call; every metrics scrape reads this).
+LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -49,6 +51,9 @@ SET search_path = pg_catalog, pg_temp
 -- for autovacuum to analyze): compiling it (JIT) would cost more than running it.
 SET jit = off
 AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
     SELECT
         d.dv_id, d.naam, d.beheerkanaal, x.aantal, x.oudste,
         x.aantal >= i.onbevestigd_telgrens
@@ -83,7 +88,8 @@ AS $$
         ) AS t
     ) AS x
     WHERE x.aantal > 0
-    ORDER BY d.dv_id
+    ORDER BY d.dv_id;
+END
 $$;
 COMMENT ON FUNCTION nmc.report_onbevestigd_v2() IS
 'Per DV the terminal-status events beyond its acknowledged cursor that are older than its '

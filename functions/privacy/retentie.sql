@@ -71,6 +71,8 @@ BEGIN
         AT TIME ZONE 'Europe/Amsterdam'
     )::date;
     DELETE FROM nmc.bewijsaanroep AS f WHERE f.venster_start < v_nu - INTERVAL '1 hour';
+    -- The notification count's deltas of the last run, one row per key again.
+    PERFORM nmc.voeg_tellingen_samen();
 
     RETURN pg_catalog.jsonb_build_object(
         'notificaties', v_notificaties, 'taken', v_taken, 'quotumvensters', v_vensters,
@@ -85,6 +87,7 @@ COMMENT ON FUNCTION nmc.delete_expired(integer) IS
 'actions (nmc.beheeractie) older than the delivery-proof retention (one of a notification '
 'only once the notification is gone: its proof names it), the daily counts of '
 'unrenderable requests (nmc.onverwerkbaar) older than it, and expired quota, '
-'budget and feed-rate windows. Returns the counts (notificaties, taken, beheeracties, '
+'budget and feed-rate windows; folds the notification count''s delta rows '
+'(nmc.voeg_tellingen_samen). Returns the counts (notificaties, taken, beheeracties, '
 'quotumvensters); call it until the batched ones are 0. '
 'Event partitions follow their own drop rule (nmc.drop_event_partities).';
