@@ -505,10 +505,7 @@ class Worker:
                 task = asyncio.create_task(self._handle(kind, taak))
                 inflight.add(task)
                 task.add_done_callback(inflight.discard)
-            if not claimed:
-                # Nothing: the lookout wakes the kind when work is there.
-                await self.lookout.wait(kind.soort)
-            elif kind.short_claim_waits and len(claimed) < asked:
+            if claimed and kind.short_claim_waits and len(claimed) < asked:
                 # (Reconciliation) less than asked: the budget gave no more tokens, or
                 # nothing more is due. Under NotifyNL's pace, claiming again at once, or at
                 # the next look, took the token or two that came meanwhile at the cost of a
@@ -518,11 +515,12 @@ class Worker:
                 # workers paused together, and tokens were lost.
                 await aio.pause(self._stopping, PACE_REFILL_S)
             elif len(claimed) < asked:
-                # Less than asked is all there was to claim now: a claim at once took what
-                # came in its few milliseconds, mostly nothing, at a whole claim's cost (as
-                # many send claims as full ones). The next look comes within the interval,
-                # so the pickup is no later (claim_verzenden 0.198 -> 0.102 calls per
-                # notification, pickup p50 256 -> 229 ms in benchmarks/bench_lifecycle.py).
+                # Nothing, or less than asked, is all there was to claim now: the lookout
+                # wakes the kind when work is there. A claim at once took what came in its
+                # few milliseconds, mostly nothing, at a whole claim's cost (as many send
+                # claims as full ones); the next look comes within the interval, so the
+                # pickup is no later (claim_verzenden 0.198 -> 0.102 calls per notification,
+                # pickup p50 256 -> 229 ms in benchmarks/bench_lifecycle.py).
                 await self.lookout.wait(kind.soort)
         if inflight:
             _, late = await asyncio.wait(inflight, timeout=SHUTDOWN_GRACE_S)
